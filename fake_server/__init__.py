@@ -1,0 +1,1 @@
+"""Simulated Yaoyao control plane speaking Runner protocol 1 (the oracle)."""
