@@ -1,0 +1,435 @@
+"""End-to-end command benchmark: fake control plane → runner_ref (subprocess) → scripted Hermes.
+
+    python bench/e2e_commands.py [--commands N] [--concurrency C] [--variant http|rpc|both]
+
+Prints, for each variant, commands/s and per-command latency p50/p99 (submit → outcome, as the
+control plane's caller sees it), beside floors measured in the same run on the same machine:
+a bare aiohttp loopback round trip and a bare SQLite commit (aiosqlite, WAL, synchronous=FULL,
+like the runner's ledger). The floor of one command is 4 round trips (poll delivery, admit, the
+Hermes call, result) + 2 commits (ledger ``started``, ``complete``). Figures only: nothing here
+asserts a timing. See docs/bench.md.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import aiohttp
+import aiosqlite
+from aiohttp import web
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from fake_server import Command, ControlPlane, Exchange, Outcome  # noqa: E402
+
+TARGET_RATE = 1000.0  # commands/s on 2 cores
+TARGET_RATIO = 4.0  # p99 within 4× the floor
+FAST_ENV = {"RUNNER_REF_TEST_RECONNECT_DELAY": "0.1"}
+
+
+# -- statistics ------------------------------------------------------------------------------
+def percentile(samples: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty sample."""
+    ordered = sorted(samples)
+    rank = max(1, -(-len(ordered) * q // 100))  # ceil(n*q/100), at least 1
+    return ordered[int(rank) - 1]
+
+
+@dataclass(frozen=True)
+class Latency:
+    p50: float
+    p99: float
+    mean: float
+    n: int
+
+    @classmethod
+    def of(cls, samples: list[float]) -> Latency:
+        return cls(percentile(samples, 50), percentile(samples, 99), statistics.fmean(samples),
+                   len(samples))
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.3f} ms"
+
+
+# -- floors ----------------------------------------------------------------------------------
+async def floor_round_trip(samples: int) -> Latency:
+    """A bare aiohttp POST with a small JSON body and answer, over loopback, keep-alive."""
+
+    async def echo(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "echo": await request.json()})
+
+    app = web.Application()
+    app.router.add_post("/echo", echo)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    times: list[float] = []
+    try:
+        async with aiohttp.ClientSession() as session:
+            url = f"http://127.0.0.1:{port}/echo"
+            for i in range(samples + 50):
+                start = time.perf_counter()
+                async with session.post(url, json={"id": i}) as resp:
+                    await resp.read()
+                if i >= 50:  # warm-up
+                    times.append(time.perf_counter() - start)
+    finally:
+        await runner.cleanup()
+    return Latency.of(times)
+
+
+async def floor_commit(directory: Path, samples: int) -> Latency:
+    """One autocommitted INSERT per sample: WAL + synchronous=FULL, like the runner's ledger."""
+    db = await aiosqlite.connect(str(directory / "floor.sqlite3"), isolation_level=None)
+    times: list[float] = []
+    try:
+        await db.execute("PRAGMA journal_mode=WAL")
+        await db.execute("PRAGMA synchronous=FULL")
+        await db.execute("CREATE TABLE t (id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, "
+                         "state TEXT NOT NULL, result TEXT, created INTEGER NOT NULL)")
+        for i in range(samples + 20):
+            start = time.perf_counter()
+            await db.execute("INSERT INTO t VALUES (?, ?, 'started', NULL, ?)",
+                             (f"id-{i}", "f" * 64, i))
+            if i >= 20:
+                times.append(time.perf_counter() - start)
+    finally:
+        await db.close()
+    return Latency.of(times)
+
+
+# -- the system under measurement --------------------------------------------------------------
+class Hermes:
+    """The scripted Hermes as a subprocess (so the three parts spread over the cores)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.proc: asyncio.subprocess.Process | None = None
+        self.url = ""
+
+    async def start(self) -> None:
+        ready = self.workdir / "hermes-ready.json"
+        log = open_log(self.workdir / "hermes.stderr")
+        env = {**os.environ, "PYTHONPATH": str(REPO),
+               "HERMES_DASHBOARD_SESSION_TOKEN": os.urandom(24).hex()}
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "fixtures.scripted_hermes", "--host", "127.0.0.1", "--port", "0",
+            "--ready-file", str(ready), "--script", "plain", "--time-scale", "0",
+            stdout=asyncio.subprocess.DEVNULL, stderr=log, stdin=asyncio.subprocess.DEVNULL,
+            env=env, cwd=str(REPO), start_new_session=True)
+        log.close()
+        port = await wait_for(lambda: _ready_port(ready), 20, "scripted Hermes ready file")
+        self.url = f"http://127.0.0.1:{port}"
+
+    async def stop(self) -> None:
+        await stop_group(self.proc)
+
+
+def open_log(path: Path) -> BinaryIO:
+    """A child's stderr file (the child keeps its own descriptor)."""
+    return open(path, "wb")  # noqa: SIM115
+
+
+def _ready_port(path: Path) -> int | None:
+    try:
+        return int(json.loads(path.read_text())["port"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+class Runner:
+    """``python -m runner_ref --config …`` in its own process group."""
+
+    def __init__(self, workdir: Path, config: dict[str, Any], profile: str | None,
+                 switch_interval: float | None = None) -> None:
+        self.workdir, self.config, self.profile = workdir, config, profile
+        self.switch_interval = switch_interval
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        path = self.workdir / "runner.json"
+        path.write_text(json.dumps(self.config))
+        os.chmod(path, 0o600)
+        log = open_log(self.workdir / "runner.stderr")
+        command = ["-m", "runner_ref", "--config", str(path)]
+        if self.profile:
+            command = ["-m", "cProfile", "-o", self.profile, *command]
+        elif self.switch_interval is not None:
+            command = ["-c", "import runpy, sys; sys.setswitchinterval(float(sys.argv[1])); "
+                       "sys.argv = ['runner_ref', *sys.argv[2:]]; "
+                       "runpy.run_module('runner_ref', run_name='__main__', alter_sys=True)",
+                       str(self.switch_interval), "--config", str(path)]
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, *command,
+            stdout=asyncio.subprocess.DEVNULL, stderr=log, stdin=asyncio.subprocess.DEVNULL,
+            env={**os.environ, **FAST_ENV, "PYTHONPATH": str(REPO)}, cwd=str(REPO),
+            start_new_session=True)
+        log.close()
+
+    async def stop(self) -> int | None:
+        return await stop_group(self.proc)
+
+
+async def stop_group(proc: asyncio.subprocess.Process | None, grace: float = 10.0) -> int | None:
+    """SIGTERM the process group, wait, then SIGKILL what is left."""
+    if proc is None:
+        return None
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), grace)
+        except TimeoutError:
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    return await proc.wait()
+
+
+async def wait_for(probe: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll ``probe`` until it returns something other than None, within ``timeout``."""
+    end = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value is not None:
+            return value
+        if time.monotonic() > end:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+# -- load ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Run:
+    variant: str
+    rate: float
+    latency: Latency
+    failures: dict[str, int]
+    wall: float
+    phases: dict[str, Latency]
+    cpu: dict[str, float]  # CPU seconds per command, by process
+    deliveries: float  # poll deliveries per command (1.0 = no redelivery)
+
+
+Send = Callable[[int], Awaitable[Command]]
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """user + system CPU seconds of a process (Linux /proc); our own process when ``pid`` is None."""
+    if pid is None:
+        return time.process_time()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+async def drive(cp: ControlPlane, variant: str, n: int, concurrency: int, send: Send,
+                pids: dict[str, int | None]) -> Run:
+    """Send ``n`` commands with at most ``concurrency`` in flight; time each from submit."""
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    latencies: list[float] = []
+    failures: dict[str, int] = {}
+    stamps: dict[str, tuple[float, float]] = {}  # command id → (submitted, answered), wall clock
+    next_index = 0
+    first_entry = len(cp.history)
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < n:
+            i = next_index
+            next_index += 1
+            start, wall = time.perf_counter(), time.time()
+            handle = await send(i)
+            outcome: Outcome = await handle
+            latencies.append(time.perf_counter() - start)
+            stamps[handle.id] = (wall, time.time())
+            if not outcome.ok:
+                key = f"{outcome.status} {outcome.code}"
+                failures[key] = failures.get(key, 0) + 1
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    wall = time.perf_counter() - began
+    cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / n for name, pid in pids.items()}
+    entries = cp.history.entries[first_entry:]
+    delivered = sum(1 for ex in entries for cmd in ex.commands if cmd.get("id") in stamps)
+    return Run(variant, n / wall, Latency.of(latencies), failures, wall,
+               breakdown(entries, stamps), cpu, delivered / n)
+
+
+PHASES = ("queued → delivered (poll answered)", "delivered → admit arrives",
+          "admit arrives → result arrives", "result arrives → caller resumes")
+
+
+def breakdown(entries: list[Exchange], stamps: dict[str, tuple[float, float]]) -> dict[str, Latency]:
+    """Where a command's time goes, from the control plane's history (its clock is wall time)."""
+    delivered: dict[str, float] = {}
+    admitted: dict[str, float] = {}
+    resulted: dict[str, float] = {}
+    for ex in entries:
+        if ex.route == "poll" and ex.end_time is not None:
+            for cmd in ex.commands:
+                delivered.setdefault(str(cmd.get("id")), ex.end_time)
+        body = ex.request_body if isinstance(ex.request_body, dict) else {}
+        if ex.route == "admit":
+            admitted.setdefault(str(body.get("id")), ex.time)
+        elif ex.route == "result":
+            resulted.setdefault(str(body.get("id")), ex.time)
+    spans: list[list[float]] = [[], [], [], []]
+    for cid, (submitted, answered) in stamps.items():
+        points = (submitted, delivered.get(cid), admitted.get(cid), resulted.get(cid), answered)
+        if any(p is None for p in points):
+            continue
+        for k in range(4):
+            spans[k].append(max(0.0, points[k + 1] - points[k]))  # type: ignore[operator]
+    return {name: Latency.of(span) for name, span in zip(PHASES, spans, strict=True) if span}
+
+
+async def measure(args: argparse.Namespace, workdir: Path) -> tuple[list[Run], dict[str, Any]]:
+    hermes = Hermes(workdir)
+    await hermes.start()
+    runs: list[Run] = []
+    info: dict[str, Any] = {}
+    try:
+        async with ControlPlane() as cp:
+            reg = await cp.register_runner(name="bench", allowed_profiles=["default"])
+            await cp.create_account("bench", allowed_profiles=["default"])
+            runner = Runner(workdir, reg.runner_config(hermes_url=hermes.url), args.profile,
+                            args.switch_interval)
+            await runner.start()
+            try:
+                await cp.wait_online(reg.runner_id, timeout=30)
+                pids: dict[str, int | None] = {
+                    "control plane + client": None,
+                    "runner": runner.proc.pid if runner.proc else None,
+                    "scripted Hermes": hermes.proc.pid if hermes.proc else None}
+                http = {"path": "/api/status", "method": "GET"}
+
+                async def send_http(i: int) -> Command:
+                    return await cp.submit(reg.runner_id, "http", http, account="bench")
+
+                for i in range(args.warmup):
+                    await (await send_http(i))
+                if args.variant in ("http", "both"):
+                    runs.append(await drive(cp, "http GET /api/status", args.commands,
+                                            args.concurrency, send_http, pids))
+                if args.variant in ("rpc", "both"):
+                    ch = await cp.open_channel(reg.runner_id, account="bench", profile="default")
+                    created = await cp.rpc(ch, "session.create",
+                                           {"profile": "default", "title": "bench", "cols": 80})
+                    if not created.ok or not isinstance(created.result, dict):
+                        raise RuntimeError(f"session.create failed: {created}")
+                    sid = created.result["session_id"]
+
+                    async def send_rpc(i: int) -> Command:
+                        return await cp.submit_rpc(ch, "session.usage", {"session_id": sid})
+
+                    for i in range(args.warmup):
+                        await (await send_rpc(i))
+                    runs.append(await drive(cp, "gateway.rpc session.usage", args.commands,
+                                            args.concurrency, send_rpc, pids))
+                    await cp.close_channel(ch)
+            finally:
+                info["runner_exit"] = await runner.stop()
+    finally:
+        await hermes.stop()
+    return runs, info
+
+
+# -- report ----------------------------------------------------------------------------------
+def report(args: argparse.Namespace, rt: Latency, commit: Latency, runs: list[Run],
+           info: dict[str, Any]) -> None:
+    floor = 4 * rt.p50 + 2 * commit.p50
+    floor_p99 = 4 * rt.p99 + 2 * commit.p99
+    print(f"# e2e_commands  python {platform.python_version()}  cpus={os.cpu_count()}  "
+          f"commands={args.commands}  concurrency={args.concurrency}  "
+          f"loadavg(1m)={os.getloadavg()[0]:.2f}")
+    print("## floors (same run)")
+    print(f"aiohttp loopback round trip  p50 {ms(rt.p50)}  p99 {ms(rt.p99)}  (n={rt.n})")
+    print(f"SQLite commit (WAL, FULL)    p50 {ms(commit.p50)}  p99 {ms(commit.p99)}  (n={commit.n})")
+    print(f"floor = 4 round trips + 2 commits: {ms(floor)} (from p50s); {ms(floor_p99)} (from p99s)")
+    for run in runs:
+        ratio = run.latency.p99 / floor if floor > 0 else float("inf")
+        print(f"## {run.variant}")
+        print(f"throughput   {run.rate:10.1f} commands/s   ({run.latency.n} in {run.wall:.2f} s)")
+        print(f"latency      p50 {ms(run.latency.p50)} ({run.latency.p50 / floor:5.1f}x floor)  "
+              f"p99 {ms(run.latency.p99)} ({ratio:5.1f}x floor)  mean {ms(run.latency.mean)}")
+        cpu = "  ".join(f"{name} {secs * 1000:.2f} ms" for name, secs in run.cpu.items())
+        print(f"CPU/command  {cpu}")
+        print(f"deliveries   {run.deliveries:.2f} per command (poll batches carrying it)")
+        for name, span in run.phases.items():
+            print(f"  {name:36s} p50 {ms(span.p50)}  p99 {ms(span.p99)}")
+        if run.failures:
+            print(f"failures     {run.failures}")
+        print(f"target ≥{TARGET_RATE:.0f} commands/s: {'holds' if run.rate >= TARGET_RATE else 'MISSED'}")
+        print(f"target p99 ≤{TARGET_RATIO:.0f}x floor:   {'holds' if ratio <= TARGET_RATIO else 'MISSED'}")
+    print(f"runner exit code after SIGTERM: {info.get('runner_exit')}")
+    if args.profile:
+        print(f"runner cProfile written to {args.profile}")
+    if args.switch_interval is not None:
+        print(f"switch interval {args.switch_interval} s (bench process and runner)")
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
+        workdir = Path(tmp)
+        rt = await floor_round_trip(args.floor_samples)
+        commit = await floor_commit(workdir, max(50, args.floor_samples // 4))
+        runs, info = await measure(args, workdir)
+        report(args, rt, commit, runs, info)
+        if args.keep_logs:
+            for name in ("runner.stderr", "hermes.stderr"):
+                with contextlib.suppress(OSError):
+                    print(f"--- {name}\n{(workdir / name).read_text()[-4000:]}")
+    return 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--commands", type=int, default=2000, help="commands per variant")
+    ap.add_argument("--concurrency", type=int, default=32,
+                    help="commands in flight (the control plane queues at most 64 per runner)")
+    ap.add_argument("--variant", choices=("http", "rpc", "both"), default="both")
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--floor-samples", type=int, default=2000)
+    ap.add_argument("--profile", default=None, metavar="FILE",
+                    help="run the runner under cProfile and write its stats to FILE")
+    ap.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
+                    help="experiment: sys.setswitchinterval in the bench process and the runner")
+    ap.add_argument("--keep-logs", action="store_true", help="print the tails of the stderr logs")
+    args = ap.parse_args(argv)
+    if args.commands < 1 or not 1 <= args.concurrency <= 64:
+        ap.error("--commands ≥ 1 and 1 ≤ --concurrency ≤ 64")
+    if args.profile and args.switch_interval is not None:
+        ap.error("--profile and --switch-interval do not combine")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    return asyncio.run(main_async(parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""Helpers for the admin-page e2e: a ControlPlane in a background loop, the reference runner as
+a subprocess, and page actions that drive the admin page like a person would.
+
+Nothing here sleeps to wait: waits are Playwright's own expectations or ``wait_until`` (a condition
+polled with a bound).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from playwright.sync_api import BrowserContext, Page, expect
+
+from fake_server import ControlPlane
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "artifacts" / "e2e"
+CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ADMIN_USER = "admin"
+ADMIN_PW = "e2e-admin-password-0123456789"
+SECOND_ADMIN = "admin2"
+SECOND_PW = "e2e-second-admin-password-0123"
+PROFILES = ["default", "research"]
+UI_TIMEOUT_MS = 10_000
+
+T = TypeVar("T")
+
+
+def wait_until(cond: Callable[[], T], *, timeout: float, what: str, step: float = 0.05) -> T:
+    """Poll ``cond`` until it returns something truthy, at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        threading.Event().wait(step)  # a bounded poll interval, not a wait for the thing itself
+
+
+# -- the control plane in a background event loop ----------------------------------------------
+
+
+class LiveServer:
+    """A ControlPlane serving on 127.0.0.1:0 from its own thread and event loop."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="e2e-cp", daemon=True)
+        self._cm: ControlPlane | None = None
+        self.cp: Any = None
+
+    def run(self, coro: Awaitable[T], timeout: float = 30) -> T:
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+        return fut.result(timeout)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run a plain function on the server's loop (for non-thread-safe state)."""
+
+        async def wrap() -> T:
+            return fn()
+
+        return self.run(wrap())
+
+    def start(self) -> LiveServer:
+        self._thread.start()
+
+        async def up() -> Any:
+            self._cm = ControlPlane(**self._kwargs)
+            cp = await self._cm.__aenter__()
+            await cp.store.create_account(ADMIN_USER, allowed_profiles=PROFILES, is_admin=True, password=ADMIN_PW)
+            await cp.store.create_account(SECOND_ADMIN, allowed_profiles=PROFILES, is_admin=True, password=SECOND_PW)
+            await cp.store.add_source("node-b", "Build farm")
+            await cp.store.add_source("node-c", "Lab machine")
+            return cp
+
+        self.cp = self.run(up())
+        return self
+
+    def stop(self) -> None:
+        if self._cm is not None:
+            try:
+                self.run(self._cm.__aexit__(None, None, None))
+            finally:
+                self._cm = None
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return str(self.cp.url)
+
+    def runners(self) -> list[Any]:
+        return self.run(self.cp.store.list_runners())
+
+    def is_online(self, runner_id: str) -> bool:
+        return bool(self.call(lambda: self.cp.is_online(runner_id)))
+
+
+# -- the browser -------------------------------------------------------------------------------
+
+
+@dataclass
+class Tab:
+    """One browser context + page, with the console errors it produced."""
+
+    context: BrowserContext
+    page: Page
+    errors: list[str]
+
+
+def shot(page: Page, artifacts: Path, name: str) -> Path:
+    path = artifacts / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+# -- page actions ------------------------------------------------------------------------------
+
+
+def login(page: Page, url: str, user: str = ADMIN_USER, password: str = ADMIN_PW) -> None:
+    page.goto(url + "/admin/")
+    page.get_by_label("User name").fill(user)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Execution nodes", level=1)).to_be_visible()
+    expect(page.locator("#list-status")).to_contain_text("node")
+
+
+@dataclass
+class Registered:
+    config: dict[str, Any]
+    path: Path
+
+
+def fill_registration(
+    page: Page,
+    name: str,
+    *,
+    source: str = "local",
+    profiles: str = "default",
+    server_url: str | None = None,
+    hermes_url: str | None = None,
+) -> None:
+    page.get_by_label("Node name").fill(name)
+    page.get_by_label("Source").select_option(source)
+    page.get_by_label("Allowed profiles").fill(profiles)
+    if server_url is not None:
+        page.get_by_label("Yaoyao address reachable from the node").fill(server_url)
+    if hermes_url is not None:
+        page.get_by_label("Hermes address on the node").fill(hermes_url)
+
+
+def register(page: Page, tmp_dir: Path, name: str, **kwargs: Any) -> Registered:
+    """Fill the form, submit, download runner.json once; returns its parsed content and path."""
+    fill_registration(page, name, **kwargs)
+    page.get_by_role("button", name="Register node").click()
+    download_button = page.get_by_role("button", name="Download runner.json")
+    expect(download_button).to_be_visible()
+    with page.expect_download() as info:
+        download_button.click()
+    download = info.value
+    assert download.suggested_filename == "runner.json"
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    path = tmp_dir / "runner.json"
+    download.save_as(str(path))
+    os.chmod(path, 0o600)
+    expect(page.get_by_text("runner.json downloaded")).to_be_visible()
+    return Registered(json.loads(path.read_text()), path)
+
+
+def runner_item(page: Page, name: str) -> Any:
+    return page.locator("li.runner").filter(has=page.get_by_role("heading", name=name, exact=True))
+
+
+def refresh_until(page: Page, cond: Callable[[], bool], *, timeout: float, what: str) -> None:
+    """Press Refresh until ``cond`` holds (bounded)."""
+
+    def attempt() -> bool:
+        page.get_by_role("button", name="Refresh").click()
+        expect(page.locator("#list-status")).to_contain_text("updated")
+        return cond()
+
+    wait_until(attempt, timeout=timeout, what=what, step=0.2)
+
+
+# -- the reference runner as a subprocess ------------------------------------------------------
+
+
+class RunnerProcess:
+    """``python -m runner_ref --config …`` in its own process group; always reaped."""
+
+    def __init__(self, config: Path) -> None:
+        self.config = config
+        self.stderr_path = config.parent / "runner.stderr"
+        self.stdout_path = config.parent / "runner.stdout"
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        self._out = open(self.stdout_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._err = open(self.stderr_path, "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "runner_ref", "--config", str(config)],
+            cwd=str(config.parent),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._out,
+            stderr=self._err,
+            start_new_session=True,
+        )
+
+    def output(self) -> str:
+        self._err.flush()
+        self._out.flush()
+        return self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(errors="replace")
+
+    def wait(self, timeout: float) -> int:
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+        self._out.close()
+        self._err.close()
+

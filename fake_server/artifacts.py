@@ -1,0 +1,371 @@
+"""Chunked artifact uploads on the control plane (route ``artifact``), as a sans-IO machine.
+
+Rules of this module
+--------------------
+* Everything that decides an ``artifact`` request lives here; the aiohttp handler only parses
+  JSON, runs the machine-API gates, and translates the returned ``Reply`` into HTTP.
+* No I/O, no clock of its own: the caller passes ``now`` (seconds, any monotonic origin).
+* One ``ArtifactUploads`` object per runner. Upload ids are scoped to the runner; the
+  ``connectionId`` given at ``begin`` is part of the upload's metadata.
+* Every refusal is a ``(status, {"error", "code"})`` pair from ``ERRORS``; nothing raises.
+
+Theory of operation
+-------------------
+A body is checked in this order (first failure wins)::
+
+    1 shape   strict keys & types (Zod-like)          400 invalid_workspace_request
+    2 channel connectionId valid & owned by runner    403 artifact_forbidden
+    3 phase   begin | append | finish (table below)
+
+``begin``  needs ``name``, ``size``, ``digest`` (else 400 artifact_invalid). A known id with the
+           same metadata (channel, name, size, digest) is an idempotent repeat; different
+           metadata → 409 idempotency_conflict. A new upload must keep ≤ 8 unfinished uploads
+           on its channel and ≤ 64 MiB of declared unfinished bytes per runner (429 artifact_limit).
+``append`` needs ``index`` and ``data``; unknown id (or id of another channel) → 404
+           artifact_missing. ``index < next``: a resend, must carry the same bytes (else 409
+           idempotency_conflict). ``index > next``, an empty chunk, or bytes past the declared
+           size → 409 artifact_invalid. ``index == next`` stores the chunk.
+``finish`` unknown → 404 artifact_missing; fewer bytes than declared → 409 artifact_incomplete;
+           sha256 mismatch → 409 artifact_digest_mismatch (the upload is dropped); otherwise the
+           file is published exactly once and every repeated finish returns the same result.
+
+Success body: ``{"ok": true, "next": <int>, "result": <dict|null>}``.
+``next`` is the index of the next chunk the server expects (= chunks stored so far);
+``result`` is ``null`` until finish, then ``{"name", "size", "digest"}``. **Our choice**: the
+upstream fixes the keys ``ok, next, result`` but not their contents (protocol-reference §9).
+Other choices of ours where upstream is undetermined: ``connectionId`` and ``id`` are UUIDs;
+``size`` may be 0; ``digest`` is lowercase hex; ``data`` is standard base64 (padding optional);
+chunks may be any size from 1 byte to 1 MiB; the per-channel limit counts *unfinished* uploads;
+the per-runner byte limit counts *declared* sizes of unfinished uploads; idle uploads (finished
+or not) are dropped by ``sweep(now)`` after ``ArtifactLimits.orphan_after`` seconds.
+
+Public API (used by the aiohttp handler and the harness)::
+
+    uploads = ArtifactUploads(limits=ArtifactLimits(), on_publish=None)
+    reply = uploads.handle(body, channel_ok=lambda cid: ..., now=clock())  # -> Reply
+    status, payload = reply                       # Reply is a NamedTuple (status, body)
+    uploads.published                             # list[PublishedArtifact], in publish order
+    uploads.sweep(now) -> int                     # drop idle uploads; number dropped
+    uploads.drop_channel(connection_id) -> int    # channel closed: drop its uploads
+    uploads.drop_runner() -> int                  # runner disconnected / new epoch: drop all
+    uploads.unfinished_bytes, uploads.active(connection_id=None)
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+MIB = 1024 * 1024
+
+#: Every refusal this module can give: name → (HTTP status, code).
+ERRORS: dict[str, tuple[int, str]] = {
+    "shape": (400, "invalid_workspace_request"),
+    "forbidden": (403, "artifact_forbidden"),
+    "invalid_begin": (400, "artifact_invalid"),
+    "invalid_append": (400, "artifact_invalid"),
+    "conflict": (409, "idempotency_conflict"),
+    "limit": (429, "artifact_limit"),
+    "missing": (404, "artifact_missing"),
+    "invalid_chunk": (409, "artifact_invalid"),
+    "incomplete": (409, "artifact_incomplete"),
+    "digest": (409, "artifact_digest_mismatch"),
+}
+
+MESSAGES: dict[str, str] = {
+    "shape": "invalid request",
+    "forbidden": "artifact channel is not available",
+    "invalid_begin": "artifact begin needs name, size and digest",
+    "invalid_append": "artifact append needs index and data",
+    "conflict": "artifact id reused with different content",
+    "limit": "too many artifact uploads",
+    "missing": "unknown artifact upload",
+    "invalid_chunk": "artifact chunk out of order or over the declared size",
+    "incomplete": "artifact upload is incomplete",
+    "digest": "artifact digest does not match",
+}
+
+
+@dataclass(frozen=True)
+class ArtifactLimits:
+    """Limits of protocol-reference §5 (artifacts) plus our orphan timeout."""
+
+    max_size: int = 25 * MIB
+    max_chunk: int = 1 * MIB
+    uploads_per_channel: int = 8
+    unfinished_bytes: int = 64 * MIB
+    orphan_after: float = 300.0
+
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+_PHASES = ("begin", "append", "finish")
+
+
+def _js_len(s: str) -> int:
+    """String length as JavaScript counts it (UTF-16 code units)."""
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _is_int(v: object) -> bool:
+    """A JSON number that is an integer (JS has one number type: 5.0 is an integer)."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    return isinstance(v, float) and math.isfinite(v) and v.is_integer()
+
+
+def _max_b64(limits: ArtifactLimits) -> int:
+    return 4 * math.ceil(limits.max_chunk / 3)
+
+
+#: Shape checks as data: key → predicate(value, limits). Keys not listed here are refused.
+FIELDS: dict[str, Callable[[Any, ArtifactLimits], bool]] = {
+    "connectionId": lambda v, _l: isinstance(v, str) and bool(_UUID.match(v)),
+    "id": lambda v, _l: isinstance(v, str) and bool(_UUID.match(v)),
+    "phase": lambda v, _l: isinstance(v, str) and v in _PHASES,
+    "name": lambda v, _l: isinstance(v, str) and 1 <= _js_len(v) <= 240,
+    "size": lambda v, lim: _is_int(v) and 0 <= v <= lim.max_size,
+    "digest": lambda v, _l: isinstance(v, str) and bool(_HEX64.match(v)),
+    "index": lambda v, _l: _is_int(v) and 0 <= v <= 2**53 - 1,
+    "data": lambda v, lim: (
+        isinstance(v, str)
+        and len(v) <= _max_b64(lim)
+        and bool(_B64.match(v))
+        and len(v.rstrip("=")) % 4 != 1
+    ),
+}
+REQUIRED = ("connectionId", "id", "phase")
+#: Fields a phase needs beyond the shape (missing → the phase's error).
+PHASE_NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "begin": (("name", "size", "digest"), "invalid_begin"),
+    "append": (("index", "data"), "invalid_append"),
+    "finish": ((), "invalid_append"),
+}
+
+
+class Reply(NamedTuple):
+    """A decision: HTTP status and JSON body."""
+
+    status: int
+    body: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+@dataclass(frozen=True)
+class PublishedArtifact:
+    """One published file (what the harness reads)."""
+
+    upload_id: str
+    connection_id: str
+    name: str
+    size: int
+    digest: str
+    data: bytes
+    at: float
+
+
+@dataclass
+class _Upload:
+    upload_id: str
+    connection_id: str
+    name: str
+    size: int
+    digest: str
+    chunks: list[bytes] = field(default_factory=list)
+    chunk_digests: list[bytes] = field(default_factory=list)
+    received: int = 0
+    last: float = 0.0
+    result: dict[str, Any] | None = None
+
+    @property
+    def meta(self) -> tuple[str, str, int, str]:
+        return (self.connection_id, self.name, self.size, self.digest)
+
+    @property
+    def finished(self) -> bool:
+        return self.result is not None
+
+
+def _error(name: str) -> Reply:
+    status, code = ERRORS[name]
+    return Reply(status, {"error": MESSAGES[name], "code": code})
+
+
+def _ok(upload: _Upload) -> Reply:
+    return Reply(200, {"ok": True, "next": len(upload.chunk_digests), "result": upload.result})
+
+
+def _decode(data: str) -> bytes:
+    padded = data.rstrip("=")
+    padded += "=" * (-len(padded) % 4)
+    return base64.b64decode(padded, validate=True)
+
+
+class ArtifactUploads:
+    """All artifact uploads of one runner."""
+
+    def __init__(
+        self,
+        limits: ArtifactLimits | None = None,
+        on_publish: Callable[[PublishedArtifact], None] | None = None,
+    ) -> None:
+        self.limits = limits or ArtifactLimits()
+        self.on_publish = on_publish
+        self.published: list[PublishedArtifact] = []
+        self._uploads: dict[str, _Upload] = {}
+
+    # -- queries ---------------------------------------------------------------------------
+    @property
+    def unfinished_bytes(self) -> int:
+        """Declared bytes of all unfinished uploads of this runner."""
+        return sum(u.size for u in self._uploads.values() if not u.finished)
+
+    def active(self, connection_id: str | None = None) -> list[str]:
+        """Ids of unfinished uploads (of one channel, or all)."""
+        return [
+            u.upload_id
+            for u in self._uploads.values()
+            if not u.finished and (connection_id is None or u.connection_id == connection_id)
+        ]
+
+    # -- the machine -----------------------------------------------------------------------
+    def handle(
+        self, body: object, *, channel_ok: bool | Callable[[str], bool], now: float
+    ) -> Reply:
+        """Decide one ``artifact`` request body (already JSON-parsed)."""
+        if not self._shape_ok(body):
+            return _error("shape")
+        assert isinstance(body, dict)
+        cid: str = body["connectionId"]
+        allowed = channel_ok(cid) if callable(channel_ok) else channel_ok
+        if not allowed:
+            return _error("forbidden")
+        phase: str = body["phase"]
+        needs, err = PHASE_NEEDS[phase]
+        if any(k not in body for k in needs):
+            return _error(err)
+        return _PHASE_HANDLERS[phase](self, body, now)
+
+    def _shape_ok(self, body: object) -> bool:
+        if not isinstance(body, dict):
+            return False
+        if any(k not in body for k in REQUIRED):
+            return False
+        for key, value in body.items():
+            check = FIELDS.get(key)
+            if check is None or not check(value, self.limits):
+                return False
+        return True
+
+    def _begin(self, body: dict[str, Any], now: float) -> Reply:
+        uid: str = body["id"]
+        meta = (body["connectionId"], body["name"], int(body["size"]), body["digest"])
+        known = self._uploads.get(uid)
+        if known is not None:
+            if known.meta != meta:
+                return _error("conflict")
+            known.last = now
+            return _ok(known)
+        cid = meta[0]
+        if len(self.active(cid)) >= self.limits.uploads_per_channel:
+            return _error("limit")
+        if self.unfinished_bytes + meta[2] > self.limits.unfinished_bytes:
+            return _error("limit")
+        upload = _Upload(uid, cid, meta[1], meta[2], meta[3], last=now)
+        self._uploads[uid] = upload
+        return _ok(upload)
+
+    def _lookup(self, body: dict[str, Any]) -> _Upload | None:
+        upload = self._uploads.get(body["id"])
+        if upload is None or upload.connection_id != body["connectionId"]:
+            return None
+        return upload
+
+    def _append(self, body: dict[str, Any], now: float) -> Reply:
+        upload = self._lookup(body)
+        if upload is None:
+            return _error("missing")
+        index = int(body["index"])
+        try:
+            chunk = _decode(body["data"])
+        except (binascii.Error, ValueError):
+            return _error("shape")
+        if len(chunk) > self.limits.max_chunk:
+            return _error("shape")
+        upload.last = now
+        stored = len(upload.chunk_digests)
+        if index < stored:
+            if hashlib.sha256(chunk).digest() != upload.chunk_digests[index]:
+                return _error("conflict")
+            return _ok(upload)
+        if index > stored or not chunk or upload.received + len(chunk) > upload.size:
+            return _error("invalid_chunk")
+        upload.chunks.append(chunk)
+        upload.chunk_digests.append(hashlib.sha256(chunk).digest())
+        upload.received += len(chunk)
+        return _ok(upload)
+
+    def _finish(self, body: dict[str, Any], now: float) -> Reply:
+        upload = self._lookup(body)
+        if upload is None:
+            return _error("missing")
+        upload.last = now
+        if upload.finished:
+            return _ok(upload)
+        if upload.received < upload.size:
+            return _error("incomplete")
+        data = b"".join(upload.chunks)
+        if hashlib.sha256(data).hexdigest() != upload.digest:
+            del self._uploads[upload.upload_id]
+            return _error("digest")
+        upload.chunks = []
+        upload.result = {"name": upload.name, "size": upload.size, "digest": upload.digest}
+        record = PublishedArtifact(
+            upload.upload_id, upload.connection_id, upload.name, upload.size, upload.digest,
+            data, now,
+        )
+        self.published.append(record)
+        if self.on_publish is not None:
+            self.on_publish(record)
+        return _ok(upload)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def sweep(self, now: float) -> int:
+        """Drop uploads idle for longer than ``orphan_after``; returns how many."""
+        stale = [
+            uid for uid, u in self._uploads.items() if now - u.last > self.limits.orphan_after
+        ]
+        for uid in stale:
+            del self._uploads[uid]
+        return len(stale)
+
+    def drop_channel(self, connection_id: str) -> int:
+        """The channel closed: forget its uploads (unfinished ones are lost)."""
+        gone = [uid for uid, u in self._uploads.items() if u.connection_id == connection_id]
+        for uid in gone:
+            del self._uploads[uid]
+        return len(gone)
+
+    def drop_runner(self) -> int:
+        """The runner disconnected (or its epoch changed): forget every upload."""
+        n = len(self._uploads)
+        self._uploads.clear()
+        return n
+
+
+_PHASE_HANDLERS: dict[str, Callable[[ArtifactUploads, dict[str, Any], float], Reply]] = {
+    "begin": ArtifactUploads._begin,
+    "append": ArtifactUploads._append,
+    "finish": ArtifactUploads._finish,
+}

@@ -1,0 +1,313 @@
+"""The runner's run loop: poll, hand each command to the ledger, dispatch, post the result.
+
+Rules (protocol 1 §1.7, §2, §3, §4):
+- Poll with ``x-runner-reset: 1`` while locally disconnected (first poll, after any error).
+  The first successful poll after that prints "connected".
+- A poll that returns a different epoch first disconnects locally: every lease disposed, every
+  channel closed. Any poll error does the same, waits 1 s, and polls again with a reset.
+- ``runner_unauthorized`` is the only fatal error (exit 1); everything else reconnects forever.
+- Every command runs in its own task, so a slow command never delays a close or an interrupt;
+  an id already being handled is skipped when redelivered.
+- Each command goes through the ledger (:mod:`runner_ref.ledger`): fingerprint, decision,
+  ``started`` durably before admission, deadline / admit / deadline, execute, ``complete``
+  durably, then the reply is posted. A failed result post is ignored (the command is
+  redelivered and answered from the ledger).
+- Kinds: :data:`KINDS` (below). The extension kinds of upstream (VM, browser, network) are known
+  but unavailable here → 409 ``runner_feature_unavailable``; anything else → 400
+  ``runner_command_unknown``. A non-coded exception becomes ``runner_error``.
+- SIGTERM/SIGINT: stop polling, dispose leases, interrupt running sessions (≤3 s), close the
+  channels, wait for in-flight commands, close the ledger, print "stopped", exit 0.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from . import status, timings
+from .allowlists import require_profile
+from .config import RunnerConfig
+from .control import ControlClient, features_header
+from .errors import CommandError, ServerError
+from .fingerprint import command_fingerprint
+from .gateway import Gateways
+from .hermes import HermesClient
+from .http_kind import run_http
+from .leases_bridge import make_lease_manager
+from .ledger import (
+    CONFLICT,
+    NOT_ADMITTED,
+    UNCERTAIN,
+    Decision,
+    RetireCounter,
+    deadline_ok,
+    decide,
+)
+from .ledger_store import LedgerStore
+
+EXTENSION_KINDS = frozenset({
+    "network.configure", "network.test", "browser.invoke", "local-vm.manage",
+    "computer.control", "computer.retire",
+})
+Reply = dict[str, Any]
+Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+def error_reply(code: str, message: str) -> Reply:
+    return {"error": {"message": message[: timings.ERROR_TEXT_CAP], "code": code}}
+
+
+class Agent:
+    """One runner process's protocol life."""
+
+    def __init__(self, cfg: RunnerConfig, store: LedgerStore, instance_id: str) -> None:
+        self.cfg = cfg
+        self.store = store
+        self.control = ControlClient(cfg.server_url, cfg.runner_id, cfg.token, instance_id,
+                                     features_header(cfg.browser_enabled))
+        self.hermes = HermesClient(cfg.hermes_url, cfg.hermes_credentials)
+        self.gateways = Gateways(self.hermes, cfg.allowed_profiles, self._post_event,
+                                 self.request_reset)
+        self.leases = make_lease_manager(self._relay, self.hermes, self.gateways)
+        self.gateways.leases = self.leases
+        self.kinds: dict[str, Handler] = {
+            "http": self._http,
+            "gateway.open": self.gateways.open,
+            "gateway.rpc": self.gateways.rpc,
+            "gateway.close": self.gateways.close,
+            "lease.create": self._lease_create,
+            "lease.bind": self.leases.bind,
+            "lease.close": self.leases.close,
+        }
+        self._inflight: dict[str, tuple[str, asyncio.Future[Reply]]] = {}
+        self._handling: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stop = asyncio.Event()
+        self._reset_requested = False
+        self._kick = asyncio.Event()
+        self._connected = False
+        self._last_status: str | None = None
+        self._retire = RetireCounter(timings.RETIRE_EVERY_COMMANDS)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def stop(self) -> None:
+        self._stop.set()
+
+    def request_reset(self) -> None:
+        """Something failed that needs a local disconnect and a reset poll."""
+        self._reset_requested = True
+        self._kick.set()
+
+    def _status(self, message: str) -> None:
+        if message != self._last_status:
+            self._last_status = message
+            status.emit(message)
+
+    async def run(self) -> int:
+        """Poll until stopped (→ 0) or unauthorized (→ 1)."""
+        await self._retire_now()
+        code = await self._poll_loop()
+        await self._shutdown()
+        return code
+
+    async def _retire_now(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.store.retire(timings.now_ms(), int(timings.RETIRE_AFTER * 1000))
+
+    async def _poll_loop(self) -> int:
+        reset = True
+        while not self._stop.is_set():
+            self._kick.clear()
+            if self._reset_requested:
+                self._reset_requested = False
+                if not reset:
+                    reset = True
+                    await self._disconnect_local()
+            try:
+                body = await self._until_stopped(self.control.poll(reset))
+            except ServerError as exc:
+                if exc.code == "runner_unauthorized":
+                    status.emit(f"runner_unauthorized: {exc.message}")
+                    return 1
+                self._status(exc.message if exc.status else status.RECONNECTING)
+                reset = True
+                await self._disconnect_local()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timings.RECONNECT_DELAY)
+                continue
+            if body is None:  # stopped, or a reset was requested
+                continue
+            epoch = body["epoch"]
+            if self.control.epoch is not None and epoch != self.control.epoch:
+                await self._disconnect_local()
+            self.control.epoch = epoch
+            if reset:
+                reset = False
+                self._connected = True
+                self._status(status.CONNECTED)
+            for cmd in body.get("commands", []):
+                self._spawn(cmd, epoch)
+        return 0
+
+    async def _until_stopped(self, coro: Awaitable[dict[str, Any]]) -> dict[str, Any] | None:
+        """The poll's answer; None if a stop or a reset request cut it short."""
+        task = asyncio.ensure_future(coro)
+        stopper = asyncio.ensure_future(self._stop.wait())
+        kicker = asyncio.ensure_future(self._kick.wait())
+        try:
+            await asyncio.wait({task, stopper, kicker}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            kicker.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        return None
+
+    async def _disconnect_local(self) -> None:
+        self._connected = False
+        with contextlib.suppress(Exception):
+            await self.leases.dispose_all()
+        await self.gateways.close_all()
+
+    async def _shutdown(self) -> None:
+        await self._disconnect_local()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timings.SHUTDOWN_DRAIN)
+        for t in list(self._tasks):
+            t.cancel()
+        await self.control.close()
+        await self.hermes.close()
+
+    # -- commands ----------------------------------------------------------------------------
+    def _spawn(self, cmd: Any, epoch: str) -> None:
+        if not isinstance(cmd, dict) or not isinstance(cmd.get("id"), str):
+            return
+        cid = cmd["id"]
+        if cid in self._handling:
+            return  # already being delivered
+        self._handling.add(cid)
+        task = asyncio.create_task(self._deliver(cmd, epoch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, cmd: dict[str, Any], epoch: str) -> None:
+        cid = cmd["id"]
+        try:
+            reply = await self.handle(cmd, epoch)
+            with contextlib.suppress(ServerError):
+                await self.control.post("result", {"id": cid, **reply}, epoch=epoch)
+        finally:
+            self._handling.discard(cid)
+
+    async def handle(self, cmd: dict[str, Any], epoch: str) -> Reply:
+        """The ledger's answer to one delivery (§4)."""
+        cid = cmd["id"]
+        fp = command_fingerprint(cmd)
+        flight = self._inflight.get(cid)
+        if flight is not None:
+            if decide(None, flight[0], fp) is Decision.CONFLICT:
+                return CONFLICT
+            return await asyncio.shield(flight[1])
+        fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._inflight[cid] = (fp, fut)
+        try:
+            reply = await self._decide_and_run(cmd, cid, fp, epoch)
+        except BaseException:
+            if not fut.done():
+                fut.set_result(UNCERTAIN)
+            raise
+        finally:
+            self._inflight.pop(cid, None)
+        fut.set_result(reply)
+        return reply
+
+    async def _decide_and_run(self, cmd: dict[str, Any], cid: str, fp: str, epoch: str) -> Reply:
+        try:
+            row = await self.store.get(cid)
+        except Exception:  # noqa: BLE001 - a ledger that cannot be read never replays
+            return UNCERTAIN
+        decision = decide(row, None, fp)
+        if decision is Decision.CONFLICT:
+            return CONFLICT
+        if decision is Decision.UNCERTAIN:
+            return UNCERTAIN
+        if decision is Decision.REPLAY:
+            assert row is not None and row.result is not None
+            try:
+                stored: Reply = json.loads(row.result)
+            except ValueError:
+                return UNCERTAIN
+            return stored
+        try:
+            await self.store.start(cid, fp, timings.now_ms())
+        except Exception:  # noqa: BLE001 - not durably started: must not execute
+            return error_reply("runner_ledger_unavailable", "command ledger unavailable")
+        if self._retire.tick():
+            await self._retire_now()
+        reply = await self._admit_and_execute(cmd, epoch)
+        with contextlib.suppress(Exception):
+            await self.store.complete(cid, json.dumps(reply, separators=(",", ":")))
+        return reply
+
+    async def _admit_and_execute(self, cmd: dict[str, Any], epoch: str) -> Reply:
+        expires_at = cmd.get("expiresAt")
+        if not deadline_ok(expires_at, timings.now_ms()):
+            return NOT_ADMITTED
+        try:
+            answer = await self.control.post("admit", {"id": cmd["id"]}, epoch=epoch)
+        except ServerError:
+            return NOT_ADMITTED
+        if not (isinstance(answer, dict) and answer.get("allowed") is True):
+            return NOT_ADMITTED
+        if not deadline_ok(expires_at, timings.now_ms()):
+            return NOT_ADMITTED
+        return await self.execute(cmd.get("kind"), cmd.get("payload"), epoch)
+
+    async def execute(self, kind: Any, payload: Any, epoch: str) -> Reply:
+        """Run one admitted command; every failure becomes a coded error reply."""
+        try:
+            handler = self.kinds.get(kind) if isinstance(kind, str) else None
+            if handler is None:
+                if kind in EXTENSION_KINDS:
+                    raise CommandError("runner_feature_unavailable",
+                                       "this runner does not provide that feature", 409)
+                raise CommandError("runner_command_unknown", "unknown command kind", 400)
+            if not self._connected or self.control.epoch != epoch:
+                raise CommandError("runner_error", "runner is disconnected", 400)
+            if not isinstance(payload, dict):
+                raise CommandError("runner_error", "payload must be an object", 400)
+            return {"result": await handler(payload)}
+        except CommandError as exc:
+            return exc.to_result()
+        except ServerError as exc:
+            return error_reply(exc.code, exc.message)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a non-coded failure is runner_error
+            return error_reply("runner_error", "command failed")
+
+    # -- kind glue -------------------------------------------------------------------------
+    async def _http(self, payload: dict[str, Any]) -> Any:
+        return await run_http(payload, self.hermes, self.cfg.allowed_profiles,
+                              self.cfg.artifact_roots)
+
+    async def _lease_create(self, payload: dict[str, Any]) -> Any:
+        require_profile(payload.get("profile"), self.cfg.allowed_profiles)
+        return await self.leases.create(payload)
+
+    async def _post_event(self, body: dict[str, Any]) -> Any:
+        return await self.control.post("event", body)
+
+    async def _relay(self, lease_id: str, tool_id: str, arguments: dict[str, Any],
+                     call_id: str) -> Any:
+        long = tool_id.startswith(("managed_browser_", "credential_"))
+        answer = await self.control.post(
+            "tool", {"leaseId": lease_id, "toolId": tool_id, "arguments": arguments,
+                     "callId": call_id},
+            timeout=600.0 if long else None)
+        return answer.get("result") if isinstance(answer, dict) else None

@@ -1,0 +1,108 @@
+"""The control-plane client: the machine API of protocol 1 §2 (one aiohttp session per peer).
+
+Rules:
+- URL ``{serverURL}/api/runner/v1/{runnerId}/{route}``; ``poll`` is a bodiless GET, every other
+  route a POST of a JSON object. No redirects are followed; no Origin header is ever sent.
+- Headers on every request: ``Authorization: Bearer``, ``x-runner-instance``,
+  ``x-runner-protocol: 1``, ``x-runner-features``; ``x-runner-epoch`` on every non-poll route;
+  ``x-runner-reset: 1`` on a poll while locally disconnected.
+- A non-2xx answer raises :class:`ServerError` with the server's code; without one the code is
+  ``runner_unauthorized`` for 403 and ``runner_request_failed`` otherwise; the message is cut to
+  300 chars. A transport failure is ``runner_request_failed`` (status 0). Responses are read up
+  to 40 MiB.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+
+from . import timings
+from .errors import ServerError
+
+FEATURES_BASE = ("execution-context-v1", "workspace-memory-bind-v1")
+
+
+def features_header(browser_enabled: bool) -> str:
+    """What this runner advertises. It has no VM worker and no managed browser, so it always
+    reports the browser as disabled, whatever the config says."""
+    del browser_enabled  # no managed browser in the reference runner
+    return ",".join((*FEATURES_BASE, "managed-browser-disabled-v1", "credential-ref-v1"))
+
+
+class ControlClient:
+    """Requests to the machine API; raises :class:`ServerError` for every failure."""
+
+    def __init__(self, server_url: str, runner_id: str, token: str, instance_id: str,
+                 features: str) -> None:
+        self._base = f"{server_url}/api/runner/v1/{runner_id}/"
+        self._headers = {
+            "Authorization": f"Bearer {token}",
+            "x-runner-instance": instance_id,
+            "x-runner-protocol": "1",
+            "x-runner-features": features,
+        }
+        self._session: aiohttp.ClientSession | None = None
+        self.epoch: str | None = None
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, force_close=False),
+                auto_decompress=True, skip_auto_headers=("User-Agent",),
+            )
+        return self._session
+
+    async def poll(self, reset: bool) -> dict[str, Any]:
+        headers = dict(self._headers)
+        if reset:
+            headers["x-runner-reset"] = "1"
+        body = await self._request("GET", "poll", headers, None, timings.POLL_TIMEOUT)
+        if not isinstance(body, dict) or not isinstance(body.get("epoch"), str) \
+                or not isinstance(body.get("commands", []), list):
+            raise ServerError(502, "runner_request_failed", "malformed poll response")
+        return body
+
+    async def post(self, route: str, payload: dict[str, Any], epoch: str | None = None,
+                   timeout: float | None = None) -> Any:
+        headers = dict(self._headers)
+        headers["Content-Type"] = "application/json"
+        use_epoch = epoch if epoch is not None else self.epoch
+        if use_epoch is not None:
+            headers["x-runner-epoch"] = use_epoch
+        data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+        return await self._request("POST", route, headers, data,
+                                   timeout if timeout is not None else timings.REQUEST_TIMEOUT)
+
+    async def _request(self, method: str, route: str, headers: dict[str, str],
+                       data: bytes | None, timeout: float) -> Any:
+        try:
+            async with self._http().request(
+                    method, self._base + route, headers=headers, data=data,
+                    allow_redirects=False,
+                    timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+                raw = await resp.content.read(timings.RESPONSE_CAP + 1)
+                status = resp.status
+        except (TimeoutError, aiohttp.ClientError, OSError):
+            raise ServerError(0, "runner_request_failed", "control plane unreachable") from None
+        if len(raw) > timings.RESPONSE_CAP:
+            raise ServerError(status, "runner_request_failed", "response too large")
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        if 200 <= status < 300:
+            return body
+        code = body.get("code") if isinstance(body, dict) else None
+        message = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(code, str) or not code:
+            code = "runner_unauthorized" if status == 403 else "runner_request_failed"
+        if not isinstance(message, str) or not message:
+            message = f"HTTP {status}"
+        raise ServerError(status, code, message[: timings.SERVER_ERROR_CAP])
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

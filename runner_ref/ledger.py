@@ -1,0 +1,142 @@
+"""The command ledger's decisions (protocol 1 §4), sans-IO.
+
+Everything that decides what happens to a delivered command lives here; this module does no
+I/O and does not know about SQLite, HTTP or Hermes. :mod:`runner_ref.ledger_store` persists
+rows; :mod:`runner_ref.agent` performs the actions this module returns.
+
+Theory of operation. A command id has a *row* (``None`` before the first delivery) in one of
+three states, and may be *in flight* in this process:
+
+    None ──start──▶ started ──complete──▶ complete ──retire (≥1 h old)──▶ retired
+
+- ``started`` is written durably *before* admission, so a crash after it can never lead to a
+  second execution: on redelivery a ``started`` row (no live flight) is *uncertain*.
+- ``complete`` stores the reply (a result or a coded error, admission refusals included) and
+  answers every later delivery without touching Hermes.
+- ``retired`` is a complete row older than 1 h with its reply dropped; it is uncertain too.
+
+A delivery is decided by :data:`DELIVERY_RULES`, checked in order (first match wins):
+1. a row or flight with another fingerprint → CONFLICT (409 ``idempotency_conflict``)
+2. the same id in flight                   → JOIN (share the first delivery's outcome)
+3. the row is ``complete``                 → REPLAY (the stored reply)
+4. the row is ``started`` or ``retired``   → UNCERTAIN (409 ``runner_command_uncertain``)
+5. no row                                  → START
+After START the runner checks the deadline, admits, checks the deadline again
+(:data:`ADMISSION_GATES`); any failure completes the row with 403 ``runner_command_not_admitted``.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class State(enum.Enum):
+    STARTED = "started"
+    COMPLETE = "complete"
+    RETIRED = "retired"
+
+
+class Event(enum.Enum):
+    START = "start"
+    COMPLETE = "complete"
+    RETIRE = "retire"
+
+
+class Decision(enum.Enum):
+    CONFLICT = "conflict"
+    JOIN = "join"
+    REPLAY = "replay"
+    UNCERTAIN = "uncertain"
+    START = "start"
+
+
+class LedgerError(Exception):
+    """A transition the ledger forbids (a bug in the caller, never a protocol answer)."""
+
+
+#: TRANSITIONS[state][event] -> new state. ``None`` is "no row yet". Anything absent is an error.
+TRANSITIONS: dict[State | None, dict[Event, State]] = {
+    None: {Event.START: State.STARTED},
+    State.STARTED: {Event.COMPLETE: State.COMPLETE},
+    State.COMPLETE: {Event.RETIRE: State.RETIRED},
+    State.RETIRED: {},
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    fingerprint: str
+    state: State
+    result: str | None   # JSON text of {"result":…} or {"error":{…}}; None unless complete
+    created: int         # ms since the epoch
+
+
+def transition(state: State | None, event: Event) -> State:
+    """Apply one event; raises :class:`LedgerError` for a transition that has no entry."""
+    try:
+        return TRANSITIONS[state][event]
+    except KeyError:
+        name = state.value if state else "absent"
+        raise LedgerError(f"no transition from {name} on {event.value}") from None
+
+
+_RuleTest = Callable[[Row | None, str | None, str], bool]
+
+#: DELIVERY_RULES: (test(row, in_flight_fingerprint, fingerprint), decision), in order.
+DELIVERY_RULES: tuple[tuple[_RuleTest, Decision], ...] = (
+    (lambda row, fl, fp: (row is not None and row.fingerprint != fp)
+     or (fl is not None and fl != fp), Decision.CONFLICT),
+    (lambda row, fl, fp: fl is not None, Decision.JOIN),
+    (lambda row, fl, fp: row is not None and row.state is State.COMPLETE, Decision.REPLAY),
+    (lambda row, fl, fp: row is not None and row.state in (State.STARTED, State.RETIRED),
+     Decision.UNCERTAIN),
+    (lambda row, fl, fp: row is None, Decision.START),
+)
+
+
+def decide(row: Row | None, in_flight: str | None, fingerprint: str) -> Decision:
+    """What to do with a delivery, given the stored row and the fingerprint of a live flight."""
+    for test, decision in DELIVERY_RULES:
+        if test(row, in_flight, fingerprint):
+            return decision
+    raise LedgerError("no delivery rule matched")  # unreachable: the rules are exhaustive
+
+
+#: ADMISSION_GATES, in order: before admit the deadline must not have passed, admit must say
+#: allowed, and after admit the deadline is checked again. Each failure is the same refusal.
+ADMISSION_GATES: tuple[str, ...] = ("deadline", "admit", "deadline")
+NOT_ADMITTED: dict[str, Any] = {"error": {
+    "message": "command not admitted", "code": "runner_command_not_admitted"}}
+CONFLICT: dict[str, Any] = {"error": {
+    "message": "command id reused with a different payload", "code": "idempotency_conflict"}}
+UNCERTAIN: dict[str, Any] = {"error": {
+    "message": "original command needs reconciliation", "code": "runner_command_uncertain"}}
+
+
+def deadline_ok(expires_at: Any, now_ms: int) -> bool:
+    """A command may run only while ``now < expiresAt`` (a missing or bad deadline fails)."""
+    return isinstance(expires_at, int | float) and not isinstance(expires_at, bool) \
+        and now_ms < expires_at
+
+
+def retire_due(row: Row, now_ms: int, retire_after_ms: int) -> bool:
+    """A complete row older than the retirement age is retired (its reply dropped)."""
+    return row.state is State.COMPLETE and row.created < now_ms - retire_after_ms
+
+
+class RetireCounter:
+    """Retirement runs at start-up and after every ``every``-th command."""
+
+    def __init__(self, every: int) -> None:
+        self.every = every
+        self.count = 0
+
+    def tick(self) -> bool:
+        self.count += 1
+        if self.count >= self.every:
+            self.count = 0
+            return True
+        return False

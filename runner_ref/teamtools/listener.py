@@ -1,0 +1,176 @@
+"""One lease's loopback listener: an aiohttp server on 127.0.0.1:0 with a per-lease token (§6).
+
+The handler only translates HTTP to the sans-IO modules: ``gates`` decides refusals, ``calls``
+dedupes and wraps, ``ids`` hides the real tool ids. Calls are relayed with the REAL tool id.
+
+§5 limits and how closely aiohttp follows them:
+- ≤30 headers: aiohttp's ``max_headers`` (a request with more is answered 400 text/plain by
+  aiohttp's parser, before any gate; Node would truncate instead). A duplicate Host header is
+  likewise a 400 from the parser (the gates would answer 403).
+- keep-alive 1 s: aiohttp's ``keepalive_timeout``.
+- request 15 s: bounds reading the body (``408 request_timeout``); a relayed call may run longer.
+- headers 10 s: aiohttp has no header-read timeout; approximated by nothing (a slow head holds a
+  connection of this private, token-gated, loopback-only listener until the listener closes).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from . import gates
+from .calls import MAX_CALLS, Call, CallBook, Outcome, error_outcome, parse_call
+from .ids import id_map, opaque_id
+
+RelayCall = Callable[[str, dict[str, Any], str], Awaitable[Any]]
+"""(real tool id, arguments, callId) → the control plane's result (raises on failure)."""
+
+_quiet = logging.getLogger("runner_ref.teamtools.listener")
+# aiohttp logs a traceback for every malformed request; the runner's stderr is for status lines.
+_http_log = logging.getLogger("runner_ref.teamtools.listener.http")
+_http_log.addHandler(logging.NullHandler())
+_http_log.propagate = False
+
+
+@dataclass(frozen=True)
+class ListenerTimings:
+    request: float = 15.0
+    keepalive: float = 1.0
+    max_headers: int = 30
+    shutdown: float = 1.0
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    id: str
+    name: str
+    description: str
+    input_schema: Any
+
+    @classmethod
+    def from_catalog(cls, entry: Mapping[str, Any]) -> ToolSpec:
+        return cls(str(entry["id"]), str(entry["name"]), str(entry.get("description", "")),
+                   entry.get("inputSchema", {"type": "object"}))
+
+
+class LoopbackListener:
+    """Serve ``/tools/list`` and ``/tools/call`` for one lease until ``close()``."""
+
+    def __init__(self, *, tools: Sequence[ToolSpec], relay: RelayCall,
+                 is_active: Callable[[], bool], token: str | None = None,
+                 timings: ListenerTimings | None = None, call_limit: int = MAX_CALLS) -> None:
+        self.token = token or secrets.token_urlsafe(32)
+        self._tools = list(tools)
+        self._real = id_map(self.token, (t.id for t in self._tools))
+        self._relay = relay
+        self._is_active = is_active
+        self._timings = timings or ListenerTimings()
+        self.calls = CallBook(call_limit)
+        self._runner: web.ServerRunner | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://{gates.ALLOWED_PEER}:{self.port}"
+
+    def listing(self) -> dict[str, Any]:
+        tools = [{"id": opaque_id(self.token, t.id), "name": t.name,
+                  "description": t.description, "inputSchema": t.input_schema}
+                 for t in self._tools]
+        return {"tools": tools, "warnings": []}
+
+    async def start(self) -> None:
+        server = web.Server(self._handle, access_log=None, logger=_http_log,
+                            keepalive_timeout=self._timings.keepalive,
+                            max_headers=self._timings.max_headers)
+        runner = web.ServerRunner(server, shutdown_timeout=self._timings.shutdown)
+        await runner.setup()
+        site = web.TCPSite(runner, gates.ALLOWED_PEER, 0,
+                           shutdown_timeout=self._timings.shutdown)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+
+    async def close(self) -> None:
+        runner, self._runner = self._runner, None
+        await self.calls.cancel_all()
+        if runner is not None:
+            await runner.cleanup()
+
+    # -- HTTP translation -------------------------------------------------------------------
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        try:
+            outcome = await self._answer(request)
+        except Exception:  # never a 500 with a traceback; nothing secret is logged
+            _quiet.warning("team tools listener: request failed")
+            outcome = error_outcome(500, "runner_error", "team tools listener failed")
+        return web.json_response(outcome.body, status=outcome.status,
+                                 headers={"Cache-Control": "no-store"})
+
+    async def _answer(self, request: web.BaseRequest) -> Outcome:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        head = gates.GateInput(
+            peer_ip=peer[0] if peer else None,
+            host=request.headers.get("Host"),
+            host_count=len(request.headers.getall("Host", [])),
+            origin=request.headers.get("Origin"),
+            authorization=request.headers.get("Authorization"),
+            lease_active=self._is_active(),
+            method=request.method,
+            content_type=request.headers.get("Content-Type"),
+            content_length=request.content_length,
+        )
+        ctx = gates.Context(port=self.port, token=self.token)
+        refusal = gates.check_head(head, ctx)
+        if refusal is not None:
+            return Outcome(refusal.status, refusal.body())
+        if request.headers.get("Expect", "").lower() == "100-continue":  # e.g. curl, big bodies
+            await request.writer.write(b"HTTP/%d.%d 100 Continue\r\n\r\n" % request.version)
+        try:
+            body = await asyncio.wait_for(_read_bounded(request, gates.MAX_BODY_BYTES),
+                                          self._timings.request)
+        except TimeoutError:
+            return error_outcome(408, "request_timeout", "request not received in time")
+        verdict = gates.check(dataclasses.replace(head, body=body), ctx)
+        if isinstance(verdict, gates.Refusal):
+            return Outcome(verdict.status, verdict.body())
+        return await self._route(request.path, verdict.body)
+
+    async def _route(self, path: str, body: dict[str, Any]) -> Outcome:
+        if path == "/tools/list":
+            return Outcome(200, self.listing())
+        if path != "/tools/call":
+            return error_outcome(404, "not_found", "not found")
+        call = parse_call(body)
+        if isinstance(call, Outcome):
+            return call
+        real = self._real.get(call.tool_id)
+        if real is None:
+            return error_outcome(404, "team_tool_not_found", "team tool not found")
+        return await self.calls.run(call, lambda: self._relay_call(real, call))
+
+    async def _relay_call(self, real_id: str, call: Call) -> Any:
+        return await self._relay(real_id, call.arguments, call.call_id)
+
+
+async def _read_bounded(request: web.BaseRequest, limit: int) -> bytes:
+    """Read at most ``limit + 1`` bytes: enough to tell an oversized body, never more."""
+    parts: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = await request.content.read(min(65536, limit + 1 - size))
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts)

@@ -1,0 +1,215 @@
+"""Long poll, redelivery, deadlines, offline, results and the queue limits (§2.6, §2.7, §5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from fake_server_client import Client, until
+
+from fake_server import ControlPlane, ManualClock, Timings
+from fake_server.control import Registration
+from fake_server.timings import MIB
+
+GET_STATUS = {"path": "/api/status", "method": "GET"}
+
+
+async def test_long_poll_wakes_on_enqueue(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    poll = asyncio.create_task(client.poll())
+    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    assert not poll.done()
+    handle = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    status, body = await asyncio.wait_for(poll, 5)
+    assert status == 200 and [c["id"] for c in body["commands"]] == [handle.id]
+    cmd = body["commands"][0]
+    assert cmd == {"id": handle.id, "kind": "http", "payload": GET_STATUS,
+                   "expiresAt": cp.clock.now_ms() + 30_000}
+    assert (await client.post("admit", {"id": handle.id})) == (200, {"allowed": True})
+    assert (await client.post("result", {"id": handle.id, "result": {"status": 200}})) == (200, {"ok": True})
+    out = await handle
+    assert out.ok and out.status == 200 and out.result == {"status": 200}
+    # the result is final: a second one is ignored, admit is now false
+    assert (await client.post("result", {"id": handle.id, "result": {"status": 500}})) == (200, {"ok": True})
+    assert (await handle).result == {"status": 200}
+    assert (await client.post("admit", {"id": handle.id})) == (200, {"allowed": False})
+
+
+async def test_hold_expires_on_clock(cp: ControlPlane, clock: ManualClock, client: Client, reg: Registration) -> None:
+    await client.connect()
+    poll = asyncio.create_task(client.poll())
+    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    clock.advance(14.9)
+    await asyncio.sleep(0)
+    assert not poll.done()
+    clock.advance(0.1)
+    assert await asyncio.wait_for(poll, 5) == (200, {"epoch": client.epoch, "commands": []})
+
+
+async def test_newer_poll_ends_older(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    first = asyncio.create_task(client.poll())
+    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    waiter = cp.hub.slots[reg.runner_id].waiter
+    second = asyncio.create_task(client.poll())
+    assert await asyncio.wait_for(first, 5) == (200, {"epoch": client.epoch, "commands": []})
+    await until(lambda: cp.hub.slots[reg.runner_id].waiter not in (None, waiter))
+    handle = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    status, body = await asyncio.wait_for(second, 5)
+    assert [c["id"] for c in body["commands"]] == [handle.id]
+
+
+async def test_client_gone_frees_the_poll(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    poll = asyncio.create_task(client.poll())
+    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    poll.cancel()
+    await until(lambda: cp.hub.slots[reg.runner_id].waiter is None)
+    await until(lambda: cp.history[-1].fault == "client_gone")
+
+
+async def test_redelivery_until_result(cp: ControlPlane, clock: ManualClock, client: Client, reg: Registration) -> None:
+    await client.connect()
+    handle = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    status, body = await client.poll()
+    assert [c["id"] for c in body["commands"]] == [handle.id]
+    poll = asyncio.create_task(client.poll())  # held: nothing due
+    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    clock.advance(4.9)
+    await asyncio.sleep(0)
+    assert not poll.done()
+    clock.advance(0.1)
+    status, body = await asyncio.wait_for(poll, 5)
+    assert [c["id"] for c in body["commands"]] == [handle.id]  # offered again at 5 s
+    assert handle.deliveries == 2 and len(cp.history.deliveries(handle.id)) == 2
+    await client.post("result", {"id": handle.id, "result": 1})
+    clock.advance(5)
+    poll = asyncio.create_task(client.poll())
+    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    clock.advance(15)
+    assert (await asyncio.wait_for(poll, 5))[1]["commands"] == []
+
+
+async def test_deadline_gives_uncertain(cp: ControlPlane, clock: ManualClock, client: Client, reg: Registration) -> None:
+    await client.connect()
+    handle = await cp.submit(reg.runner_id, "http", GET_STATUS, deadline=10)
+    await client.poll()
+    clock.advance(10)
+    out = await handle.wait(5)
+    assert (out.ok, out.status, out.code) == (False, 504, "runner_command_uncertain")
+    assert (await client.post("admit", {"id": handle.id}))[1] == {"allowed": False}
+    assert (await client.post("result", {"id": handle.id, "result": 1})) == (200, {"ok": True})
+    assert (await handle).code == "runner_command_uncertain"
+
+
+async def test_default_deadlines(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    now = cp.clock.now_ms()
+    a = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    b = await cp.submit(reg.runner_id, "lease.bind", {"leaseId": "x", "session": {}})
+    c = await cp.submit(reg.runner_id, "http", {"path": "/api/plugins/yaoyao-bot-bridge/memory-extract",
+                                                 "method": "POST"})
+    assert [h.expires_at_ms - now for h in (a, b, c)] == [30_000, 70_000, 120_000]
+
+
+async def test_admit_refuses_expired_by_expires_at(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    handle = await cp.submit(reg.runner_id, "http", GET_STATUS, expires_at_ms=cp.clock.now_ms() - 1)
+    _, body = await client.poll()
+    assert body["commands"][0]["expiresAt"] < cp.clock.now_ms()
+    assert (await client.post("admit", {"id": handle.id}))[1] == {"allowed": False}
+
+
+async def test_error_result_is_502_with_runner_code(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    hs = [await cp.submit(reg.runner_id, "http", GET_STATUS) for _ in range(4)]
+    await client.poll()
+    await client.post("result", {"id": hs[0].id, "error": {"message": "nope", "code": "runner_http_forbidden"}})
+    await client.post("result", {"id": hs[1].id, "error": {"message": "m"}})
+    await client.post("result", {"id": hs[2].id, "error": {"message": "x" * 5000, "code": 7}})
+    await client.post("result", {"id": hs[3].id, "error": {}})
+    outs = [await h for h in hs]
+    assert [(o.status, o.code) for o in outs] == [
+        (502, "runner_http_forbidden"), (502, "runner_error"), (502, "runner_error"), (502, "runner_error")]
+    assert outs[0].message == "nope" and len(outs[2].message or "") == 1000
+
+
+async def test_result_bad_shapes(client: Client) -> None:
+    await client.connect()
+    assert (await client.post("result", {"id": "unknown", "result": 1})) == (200, {"ok": True})
+    assert (await client.post("result", {"result": 1}))[0] == 400
+    assert (await client.post("result", {"id": 5}))[1]["code"] == "invalid_workspace_request"
+    assert (await client.post("result", {"id": "x", "error": "str"}))[0] == 400
+    assert (await client.post("admit", {}))[1] == {"allowed": False}
+    assert (await client.post("admit", {"id": ["x"]}))[1] == {"allowed": False}
+
+
+async def test_offline_refusals(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    out = await cp.command(reg.runner_id, "http", GET_STATUS)
+    assert (out.status, out.code) == (503, "runner_offline")
+    await client.connect()
+    h1 = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    h2 = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    await client.poll()
+    await cp.force_watchdog(reg.runner_id)
+    assert [(await h).code for h in (h1, h2)] == ["runner_offline", "runner_offline"]
+    assert (await cp.command(reg.runner_id, "http", GET_STATUS)).code == "runner_offline"
+
+
+async def test_pending_limit(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    hs = [await cp.submit(reg.runner_id, "http", GET_STATUS) for _ in range(64)]
+    assert not any(h.done() for h in hs)
+    extra = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    assert ((await extra).status, (await extra).code) == (429, "runner_busy")
+    await client.poll()
+    await client.post("result", {"id": hs[0].id, "result": None})
+    again = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    assert not again.done()
+
+
+async def test_size_limits(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    single = cp.limits.single_command
+    base = len(b'{"id":"00000000-0000-0000-0000-000000000000","kind":"http","payload":{"b":""},"expiresAt":0000000000000}')
+    too_big = await cp.submit(reg.runner_id, "http", {"b": "x" * (single - base + 1)})
+    assert ((await too_big).status, (await too_big).code) == (413, "runner_payload_limit")
+    fits = await cp.submit(reg.runner_id, "http", {"b": "x" * (single - base)})
+    assert not fits.done() and fits.size == single
+    # 36 MiB + 28.01 MiB > 64 MiB queued
+    over = await cp.submit(reg.runner_id, "http", {"b": "x" * (28 * MIB + 10_000)})
+    assert ((await over).status, (await over).code) == (429, "runner_busy")
+    under = await cp.submit(reg.runner_id, "http", {"b": "x" * (27 * MIB)})
+    assert not under.done()
+
+
+async def test_batch_limit(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    a = await cp.submit(reg.runner_id, "http", {"b": "x" * (20 * MIB)})
+    b = await cp.submit(reg.runner_id, "http", {"b": "y" * (20 * MIB)})
+    c = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    _, body = await client.poll()
+    assert [x["id"] for x in body["commands"]] == [a.id, c.id]  # b skipped, c still fits
+    _, body = await client.poll()
+    assert [x["id"] for x in body["commands"]] == [b.id]
+
+
+async def test_queue_order_is_kept(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    hs = [await cp.submit(reg.runner_id, "http", {**GET_STATUS, "n": i}) for i in range(10)]
+    _, body = await client.poll()
+    assert [c["id"] for c in body["commands"]] == [h.id for h in hs]
+
+
+async def test_system_clock_hold_and_redelivery(make_client: Callable[..., Client]) -> None:
+    """The same timings on the real clock, scaled down."""
+    t = Timings(poll_hold=0.2, redelivery=0.2, watchdog_tick=0.1, offline_after=5)
+    async with ControlPlane(timings=t) as plane:
+        reg = await plane.register_runner()
+        c = make_client(runner_id=reg.runner_id, token=reg.token)
+        c.base = plane.url
+        await c.connect()
+        assert (await c.poll())[1]["commands"] == []  # held 0.2 s, then empty
+        h = await plane.submit(reg.runner_id, "http", GET_STATUS)
+        assert (await c.poll())[1]["commands"][0]["id"] == h.id
+        assert (await c.poll())[1]["commands"][0]["id"] == h.id  # redelivered after 0.2 s

@@ -1,0 +1,66 @@
+"""A minimal loopback Hermes for ledger tests: token mode, counts every authenticated GET, and
+can hold requests (``hold``) so a test can kill the runner mid-command."""
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections import Counter
+
+from aiohttp import web
+
+
+class StubHermes:
+    def __init__(self) -> None:
+        self.token = secrets.token_urlsafe(24)
+        self.hits: Counter[str] = Counter()
+        self.hold = False
+        self.arrived = asyncio.Event()
+        self._release = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> StubHermes:
+        app = web.Application()
+        app.router.add_get("/", self._index)
+        app.router.add_get("/api/status", self._status)
+        app.router.add_get("/api/{tail:.*}", self._api)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release.set()
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    def rotate(self) -> None:
+        """A Hermes restart: a new session token (the runner must refresh once after a 401)."""
+        self.token = secrets.token_urlsafe(24)
+
+    def release(self) -> None:
+        self._release.set()
+
+    async def _index(self, request: web.Request) -> web.Response:
+        return web.Response(text=f'<script>window.__HERMES_SESSION_TOKEN__="{self.token}";</script>',
+                            content_type="text/html")
+
+    async def _status(self, request: web.Request) -> web.Response:
+        return web.json_response({"version": "0.19.0", "auth_required": False})
+
+    async def _api(self, request: web.Request) -> web.Response:
+        if request.headers.get("X-Hermes-Session-Token") != self.token:
+            return web.json_response({"detail": "Unauthorized"}, status=401)
+        key = request.path + ("?" + request.query.get("n", "") if "n" in request.query else "")
+        if request.path != "/api/profiles" or "n" in request.query:
+            self.hits[key] += 1
+            self.arrived.set()
+            if self.hold:
+                await self._release.wait()
+        return web.json_response({"path": request.path, "query": dict(request.query),
+                                  "profiles": [{"name": "default"}]},
+                                 dumps=lambda o: json.dumps(o))

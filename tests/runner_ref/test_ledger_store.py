@@ -1,0 +1,71 @@
+"""The ledger's SQLite storage: durability across reopen, group commit, retirement."""
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+
+from runner_ref.ledger import State
+from runner_ref.ledger_store import LedgerStore
+
+
+async def test_start_complete_reopen(tmp_path: Path) -> None:
+    path = str(tmp_path / "runner-commands.sqlite3")
+    store = await LedgerStore.open(path)
+    assert await store.get("a") is None
+    await store.start("a", "fp-a", 1000)
+    await store.start("b", "fp-b", 1000)
+    await store.complete("a", json.dumps({"result": {"x": 1}}))
+    await store.close()
+    store = await LedgerStore.open(path)
+    a, b = await store.get("a"), await store.get("b")
+    assert a is not None and a.state is State.COMPLETE and json.loads(a.result or "") == {"result": {"x": 1}}
+    assert b is not None and b.state is State.STARTED and b.result is None and b.fingerprint == "fp-b"
+    await store.close()
+
+
+async def test_upstream_schema_and_pragmas(tmp_path: Path) -> None:
+    path = str(tmp_path / "l.sqlite3")
+    store = await LedgerStore.open(path)
+    await store.start("a", "f", 1)
+    await store.close()
+    conn = sqlite3.connect(path)
+    cols = [(r[1], r[2], r[3], r[5]) for r in conn.execute("PRAGMA table_info(commands)")]
+    assert cols == [("id", "TEXT", 0, 1), ("fingerprint", "TEXT", 1, 0), ("state", "TEXT", 1, 0),
+                    ("result", "TEXT", 0, 0), ("created", "INTEGER", 1, 0)]
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+
+
+async def test_group_commit_many_concurrent_writers(tmp_path: Path) -> None:
+    store = await LedgerStore.open(str(tmp_path / "l.sqlite3"))
+    await asyncio.gather(*(store.start(f"c{i}", "f", i) for i in range(300)))
+    await asyncio.gather(*(store.complete(f"c{i}", '{"result":null}') for i in range(300)))
+    rows = await asyncio.gather(*(store.get(f"c{i}") for i in range(300)))
+    assert all(r is not None and r.state is State.COMPLETE for r in rows)
+    await store.close()
+
+
+async def test_complete_only_from_started(tmp_path: Path) -> None:
+    store = await LedgerStore.open(str(tmp_path / "l.sqlite3"))
+    await store.complete("ghost", '{"result":1}')
+    assert await store.get("ghost") is None
+    await store.close()
+
+
+async def test_retire_old_complete_rows_only(tmp_path: Path) -> None:
+    store = await LedgerStore.open(str(tmp_path / "l.sqlite3"))
+    hour = 3_600_000
+    await store.start("old", "f", 0)
+    await store.complete("old", '{"result":1}')
+    await store.start("old-started", "f", 0)
+    await store.start("new", "f", 5 * hour)
+    await store.complete("new", '{"result":2}')
+    await store.retire(5 * hour + 1, hour)
+    old, started, new = (await store.get("old"), await store.get("old-started"),
+                         await store.get("new"))
+    assert old is not None and old.state is State.RETIRED and old.result is None
+    assert started is not None and started.state is State.STARTED
+    assert new is not None and new.state is State.COMPLETE
+    await store.close()
