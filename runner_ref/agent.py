@@ -228,8 +228,10 @@ class Agent:
 
     async def _decide_and_run(self, cmd: dict[str, Any], cid: str, fp: str, epoch: str) -> Reply:
         try:
-            row = await self.store.get(cid)
-        except Exception:  # noqa: BLE001 - a ledger that cannot be read never replays
+            # the row, or None once a fresh durable `started` row was inserted (claim = the
+            # "no row → start" rule done atomically; see ledger_store)
+            row = await self.store.claim(cid, fp, timings.now_ms())
+        except Exception:  # noqa: BLE001 - a ledger that cannot be used never runs anything
             return UNCERTAIN
         decision = decide(row, None, fp)
         if decision is Decision.CONFLICT:
@@ -243,10 +245,6 @@ class Agent:
             except ValueError:
                 return UNCERTAIN
             return stored
-        try:
-            await self.store.start(cid, fp, timings.now_ms())
-        except Exception:  # noqa: BLE001 - not durably started: must not execute
-            return error_reply("runner_ledger_unavailable", "command ledger unavailable")
         if self._retire.tick():
             await self._retire_now()
         reply = await self._admit_and_execute(cmd, epoch)

@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from typing import Any
 
 _SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+_PLAIN = re.compile(r'[^"\\\x00-\x1f\ud800-\udfff]*\Z')
+
+
 def _string(s: str) -> str:
+    if _PLAIN.match(s):  # fast path: nothing to escape
+        return '"' + s + '"'
     out = ['"']
     for ch in s:
         code = ord(ch)

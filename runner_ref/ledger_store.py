@@ -1,23 +1,29 @@
 """The ledger's storage: ``runner-commands.sqlite3`` through one kept-open aiosqlite connection.
 
-Durability. The database runs in WAL mode with ``synchronous=FULL``: every COMMIT fsyncs the
-WAL before it returns, so a receipt acknowledged to the caller survives kill -9 *and* a power
-cut. (``NORMAL`` would already survive kill -9, since the WAL is written before COMMIT
-returns; FULL is chosen because a receipt is a promise to the control plane.)
+Durability. The database runs in WAL mode with ``synchronous=FULL`` and autocommit: every write
+statement is its own transaction, and its COMMIT fsyncs the WAL before the call returns, so a
+receipt acknowledged to the caller survives kill -9 *and* a power cut. (``NORMAL`` would already
+survive kill -9, since the WAL is written before COMMIT returns; FULL is chosen because a receipt
+is a promise to the control plane.)
 
-Batched reads. Lookups are queued the same way and answered by one ``SELECT … WHERE id IN``
-per batch, so a poll batch of N commands costs one round trip to the database thread, not N.
+Claim = read + start, atomically. A new delivery *claims* its id: ``INSERT … ON CONFLICT(id)
+DO NOTHING RETURNING id``. If the row was inserted, the caller owns a durable ``started`` row
+(the ledger's "no row → start" rule, with no window between the read and the insert); otherwise
+the existing row is read and handed to :func:`runner_ref.ledger.decide`.
 
-Group commit. Writes are queued and a single writer task commits everything queued so far in
-one transaction; each caller's future resolves only after *its* COMMIT returned. Nothing is
-acknowledged before it is durable, so batching is safe, and a burst of commands pays one fsync
-instead of one each.
+Group commit. Claims, completions and retirements are queued; one writer task turns everything
+queued so far into one multi-row statement per kind (one database round trip and one fsync per
+kind and batch); each caller's future resolves only after the statement holding its row
+returned. Nothing is acknowledged before it is durable, so batching is safe, and a burst of
+commands pays one fsync instead of one each. Reads (:meth:`get`) are batched the same way.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import aiosqlite
 
@@ -25,17 +31,34 @@ from .ledger import Row, State
 
 SCHEMA = ("CREATE TABLE IF NOT EXISTS commands(id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, "
           "state TEXT NOT NULL, result TEXT, created INTEGER NOT NULL)")
-SQL_START = "INSERT OR IGNORE INTO commands(id, fingerprint, state, result, created) VALUES (?, ?, 'started', NULL, ?)"
-SQL_COMPLETE = "UPDATE commands SET state='complete', result=? WHERE id=? AND state='started'"
-READ_CHUNK = 500
+COLUMNS = "id, fingerprint, state, result, created"
 SQL_RETIRE = "UPDATE commands SET state='retired', result=NULL WHERE state='complete' AND created < ?"
+CHUNK = 400  # rows per statement (well under SQLite's bound-parameter limit)
+
+
+def _sql_claim(n: int) -> str:
+    values = ",".join(["(?, ?, 'started', NULL, ?)"] * n)
+    return (f"INSERT INTO commands({COLUMNS}) VALUES {values} "
+            "ON CONFLICT(id) DO NOTHING RETURNING id")
+
+
+def _sql_complete(n: int) -> str:
+    cases = " ".join(["WHEN ? THEN ?"] * n)
+    marks = ",".join("?" * n)
+    return (f"UPDATE commands SET state='complete', result=CASE id {cases} END "
+            f"WHERE id IN ({marks}) AND state='started'")
+
+
+def _row(r: Iterable[Any]) -> Row:
+    cid, fp, state, result, created = r
+    return Row(id=cid, fingerprint=fp, state=State(state), result=result, created=created)
 
 
 @dataclass
-class _Write:
-    sql: str
-    params: tuple[object, ...]
-    done: asyncio.Future[None]
+class _Op:
+    kind: str                    # "claim" | "complete" | "retire"
+    args: tuple[Any, ...]
+    done: asyncio.Future[Any]
 
 
 class LedgerStore:
@@ -43,13 +66,13 @@ class LedgerStore:
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
-        self._queue: list[_Write] = []
+        self._ops: list[_Op] = []
         self._wake = asyncio.Event()
-        self._writer = asyncio.create_task(self._write_loop())
         self._reads: dict[str, list[asyncio.Future[Row | None]]] = {}
         self._read_wake = asyncio.Event()
-        self._reader = asyncio.create_task(self._read_loop())
         self._closed = False
+        self._writer = asyncio.create_task(self._write_loop())
+        self._reader = asyncio.create_task(self._read_loop())
 
     @classmethod
     async def open(cls, path: str) -> LedgerStore:
@@ -59,6 +82,24 @@ class LedgerStore:
         await db.execute(SCHEMA)
         return cls(db)
 
+    # -- API --------------------------------------------------------------------------------
+    async def claim(self, command_id: str, fingerprint: str, created_ms: int) -> Row | None:
+        """Insert a durable ``started`` row and return None, or return the row already there."""
+        result: Row | None = await self._submit("claim", (command_id, fingerprint, created_ms))
+        return result
+
+    async def start(self, command_id: str, fingerprint: str, created_ms: int) -> None:
+        """Write a ``started`` row unless the id already has one (pre-seeding, tests)."""
+        await self.claim(command_id, fingerprint, created_ms)
+
+    async def complete(self, command_id: str, result_json: str) -> None:
+        """``started`` → ``complete`` with the reply (a no-op for any other state)."""
+        await self._submit("complete", (command_id, result_json))
+
+    async def retire(self, now_ms: int, after_ms: int) -> None:
+        """Every complete row created before ``now - after`` → ``retired`` (reply dropped)."""
+        await self._submit("retire", (now_ms - after_ms,))
+
     async def get(self, command_id: str) -> Row | None:
         if self._closed:
             raise RuntimeError("ledger closed")
@@ -66,6 +107,97 @@ class LedgerStore:
         self._reads.setdefault(command_id, []).append(fut)
         self._read_wake.set()
         return await asyncio.shield(fut)
+
+    async def close(self) -> None:
+        """Flush queued writes and reads, then close the connection."""
+        self._closed = True
+        self._wake.set()
+        self._read_wake.set()
+        with contextlib.suppress(Exception):
+            await self._writer
+        with contextlib.suppress(Exception):
+            await self._reader
+        await self._db.close()
+
+    # -- writer -------------------------------------------------------------------------------
+    async def _submit(self, kind: str, args: tuple[Any, ...]) -> Any:
+        if self._closed:
+            raise RuntimeError("ledger closed")
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._ops.append(_Op(kind, args, fut))
+        self._wake.set()
+        return await asyncio.shield(fut)
+
+    async def _write_loop(self) -> None:
+        while True:
+            if not self._ops:
+                if self._closed:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            batch, self._ops = self._ops, []
+            for kind, run in (("claim", self._claims), ("complete", self._completes),
+                              ("retire", self._retires)):
+                ops = [op for op in batch if op.kind == kind]
+                if not ops:
+                    continue
+                try:
+                    await run(ops)
+                except Exception as exc:  # noqa: BLE001 - every waiter learns the failure
+                    for op in ops:
+                        if not op.done.done():
+                            op.done.set_exception(exc)
+
+    async def _claims(self, ops: list[_Op]) -> None:
+        first: dict[str, _Op] = {}
+        for op in ops:
+            first.setdefault(op.args[0], op)
+        inserted: set[str] = set()
+        heads = list(first.values())
+        for i in range(0, len(heads), CHUNK):
+            chunk = heads[i:i + CHUNK]
+            params = [a for op in chunk for a in op.args]
+            rows = await self._db.execute_fetchall(_sql_claim(len(chunk)), params)
+            inserted.update(r[0] for r in rows)
+        existing = await self._select([cid for cid in first if cid not in inserted])
+        for op in ops:
+            cid = op.args[0]
+            if op.done.done():
+                continue
+            if cid in inserted and first[cid] is op:
+                op.done.set_result(None)
+            else:
+                op.done.set_result(existing.get(cid) or await self._select_one(cid))
+
+    async def _completes(self, ops: list[_Op]) -> None:
+        for i in range(0, len(ops), CHUNK):
+            chunk = ops[i:i + CHUNK]
+            params = [a for op in chunk for a in op.args] + [op.args[0] for op in chunk]
+            await self._db.execute(_sql_complete(len(chunk)), params)
+        for op in ops:
+            if not op.done.done():
+                op.done.set_result(None)
+
+    async def _retires(self, ops: list[_Op]) -> None:
+        await self._db.execute(SQL_RETIRE, (max(op.args[0] for op in ops),))
+        for op in ops:
+            if not op.done.done():
+                op.done.set_result(None)
+
+    # -- reader -------------------------------------------------------------------------------
+    async def _select(self, ids: list[str]) -> dict[str, Row]:
+        found: dict[str, Row] = {}
+        for i in range(0, len(ids), CHUNK):
+            chunk = ids[i:i + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for r in await self._db.execute_fetchall(
+                    f"SELECT {COLUMNS} FROM commands WHERE id IN ({marks})", chunk):
+                found[r[0]] = _row(r)
+        return found
+
+    async def _select_one(self, command_id: str) -> Row | None:
+        return (await self._select([command_id])).get(command_id)
 
     async def _read_loop(self) -> None:
         while True:
@@ -76,17 +208,8 @@ class LedgerStore:
                 await self._read_wake.wait()
                 continue
             batch, self._reads = self._reads, {}
-            ids = list(batch)
             try:
-                found: dict[str, Row] = {}
-                for i in range(0, len(ids), READ_CHUNK):
-                    chunk = ids[i:i + READ_CHUNK]
-                    marks = ",".join("?" * len(chunk))
-                    for r in await self._db.execute_fetchall(
-                            "SELECT id, fingerprint, state, result, created FROM commands "
-                            f"WHERE id IN ({marks})", chunk):
-                        found[r[0]] = Row(id=r[0], fingerprint=r[1], state=State(r[2]),
-                                          result=r[3], created=r[4])
+                found = await self._select(list(batch))
             except Exception as exc:  # noqa: BLE001 - every waiter learns the failure
                 for futs in batch.values():
                     for f in futs:
@@ -97,56 +220,3 @@ class LedgerStore:
                 for f in futs:
                     if not f.done():
                         f.set_result(found.get(cid))
-
-    async def start(self, command_id: str, fingerprint: str, created_ms: int) -> None:
-        await self._write(SQL_START, (command_id, fingerprint, created_ms))
-
-    async def complete(self, command_id: str, result_json: str) -> None:
-        await self._write(SQL_COMPLETE, (result_json, command_id))
-
-    async def retire(self, now_ms: int, after_ms: int) -> None:
-        await self._write(SQL_RETIRE, (now_ms - after_ms,))
-
-    async def _write(self, sql: str, params: tuple[object, ...]) -> None:
-        if self._closed:
-            raise RuntimeError("ledger closed")
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Write(sql, params, fut))
-        self._wake.set()
-        await asyncio.shield(fut)
-
-    async def _write_loop(self) -> None:
-        while True:
-            if not self._queue:
-                if self._closed:
-                    return
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            batch, self._queue = self._queue, []
-            try:
-                await self._db.execute("BEGIN IMMEDIATE")
-                for sql in dict.fromkeys(w.sql for w in batch):
-                    await self._db.executemany(sql, [w.params for w in batch if w.sql == sql])
-                await self._db.execute("COMMIT")
-            except Exception as exc:  # noqa: BLE001 - every waiter learns the failure
-                with contextlib.suppress(Exception):
-                    await self._db.execute("ROLLBACK")
-                for w in batch:
-                    if not w.done.done():
-                        w.done.set_exception(exc)
-                continue
-            for w in batch:
-                if not w.done.done():
-                    w.done.set_result(None)
-
-    async def close(self) -> None:
-        """Flush queued writes, then close the connection."""
-        self._closed = True
-        self._wake.set()
-        self._read_wake.set()
-        with contextlib.suppress(Exception):
-            await self._writer
-        with contextlib.suppress(Exception):
-            await self._reader
-        await self._db.close()

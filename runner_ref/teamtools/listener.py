@@ -9,8 +9,9 @@ dedupes and wraps, ``ids`` hides the real tool ids. Calls are relayed with the R
   likewise a 400 from the parser (the gates would answer 403).
 - keep-alive 1 s: aiohttp's ``keepalive_timeout``.
 - request 15 s: bounds reading the body (``408 request_timeout``); a relayed call may run longer.
-- headers 10 s: aiohttp has no header-read timeout; approximated by nothing (a slow head holds a
-  connection of this private, token-gated, loopback-only listener until the listener closes).
+- headers 10 s: aiohttp has no header-read timeout, but its keep-alive timer also runs from the
+  moment a connection opens until a request head is complete, so a head not received within the
+  keep-alive time (1 s) gets the connection closed: stricter than upstream's 10 s.
 """
 from __future__ import annotations
 

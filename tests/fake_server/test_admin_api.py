@@ -8,13 +8,18 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
 from fake_server import ControlPlane, ManualClock
 from fake_server.admin import CSRF_COOKIE, DEFAULT_SESSION_TTL, SESSION_COOKIE, admin_state
@@ -569,3 +574,177 @@ async def test_standalone_fake_server_login_answers_csrf(tmp_path: Path) -> None
             out, err = await proc.communicate()
     assert proc.returncode == 0
     assert ADMIN_PW.encode() not in out + err
+
+
+# -- a state machine over the admin API (real sockets; the server runs on its own loop) -----------
+
+
+class _Background:
+    """A ControlPlane on a background event loop, for synchronous Hypothesis rules."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.cm = ControlPlane(admin_user="admin", admin_password=ADMIN_PW)
+        self.cp = self.run(self.cm.__aenter__())
+        self.run(self.cp.store.create_account("admin2", allowed_profiles=["default"], is_admin=True, password=ALICE_PW))
+        self.run(self.cp.store.add_source("node-b", "Node B"))
+
+    def run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def close(self) -> None:
+        self.run(self.cm.__aexit__(None, None, None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+class _SyncAdmin:
+    def __init__(self, url: str, user: str, password: str) -> None:
+        self.url, self.user, self.password = url, user, password
+        self.http = httpx.Client(base_url=url, headers={"Origin": url}, timeout=10)
+        self.csrf = ""
+        self.bodies: list[str] = []
+
+    def login(self) -> None:
+        r = self.http.post("/api/app/login", json={"username": self.user, "password": self.password})
+        assert r.status_code == 200, r.text
+        self.csrf = r.json()["csrfToken"]
+
+    def send(self, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+        hdrs = {"X-CSRF-Token": self.csrf, **headers}
+        r = self.http.request(method, path, json=body, headers=hdrs)
+        self.bodies.append(r.text)
+        return r.status_code, r.json()
+
+
+def test_admin_api_state_machine() -> None:
+    """Registrations, disables, refused mutations and expired sessions by two admins, in any
+    order: the list always equals the model, each source owner has at most one enabled runner,
+    and no list ever carries a token or its hash."""
+    bg = _Background()
+    admins = {
+        "admin": _SyncAdmin(bg.cp.url, "admin", ADMIN_PW),
+        "admin2": _SyncAdmin(bg.cp.url, "admin2", ALICE_PW),
+    }
+    for a in admins.values():
+        a.login()
+
+    class AdminApi(RuleBasedStateMachine):
+        runners = Bundle("runners")
+
+        @initialize()
+        def seed(self) -> None:
+            # the server outlives one example: disable what earlier examples left, so every
+            # example starts from the same state (Hypothesis replays must be deterministic)
+            status, body = admins["admin"].send("GET", RUNNERS)
+            assert status == 200
+            for r in body["runners"]:
+                if r["enabled"]:
+                    assert admins["admin"].send("DELETE", f"{RUNNERS}/{r['id']}")[0] == 200
+            self.earlier = {r["id"] for r in body["runners"]}
+            self.model: dict[str, dict[str, Any]] = {}
+            self.owner: dict[str, str] = {}
+            self.tokens: list[str] = []
+            self.n = 0
+
+        def _enabled_owner(self, source: str, owner: str) -> bool:
+            return any(
+                r["enabled"] and r["sourceNodeId"] == source and self.owner[i] == owner
+                for i, r in self.model.items()
+            )
+
+        @rule(target=runners, who=st.sampled_from(["admin", "admin2"]), source=st.sampled_from(["local", "node-b"]))
+        def register(self, who: str, source: str) -> str:
+            self.n += 1
+            owner = "_system" if source == "local" else who
+            busy = self._enabled_owner(source, owner)
+            status, body = admins[who].send(
+                "POST", RUNNERS, {"name": f"r{self.n}", "sourceNodeId": source, "allowedProfiles": ["default"]}
+            )
+            if busy:
+                assert (status, body["code"]) == (409, "runner_source_in_use")
+                return ""
+            assert status == 201, body
+            self.model[body["runner"]["id"]] = body["runner"]
+            self.owner[body["runner"]["id"]] = owner
+            self.tokens.append(body["token"])
+            return str(body["runner"]["id"])
+
+        @rule(runner=runners, who=st.sampled_from(["admin", "admin2"]))
+        def disable(self, runner: str, who: str) -> None:
+            if not runner:
+                return
+            status, body = admins[who].send("DELETE", f"{RUNNERS}/{runner}")
+            assert (status, body) == (200, {"ok": True})
+            self.model[runner]["enabled"] = False
+
+        @rule(
+            runner=runners,
+            how=st.sampled_from(["no-csrf", "wrong-csrf", "evil-origin", "no-origin"]),
+        )
+        def refused_disable(self, runner: str, how: str) -> None:
+            a = admins["admin"]
+            headers = {
+                "no-csrf": {"X-CSRF-Token": ""},
+                "wrong-csrf": {"X-CSRF-Token": a.csrf[::-1]},
+                "evil-origin": {"Origin": "http://evil.example"},
+                "no-origin": {"Origin": ""},
+            }[how]
+            status, body = a.send("DELETE", f"{RUNNERS}/{runner or uuid_zero}", **headers)
+            assert status == 403 and body["code"] in ("invalid_csrf", "invalid_origin")
+
+        @rule(who=st.sampled_from(["admin", "admin2"]))
+        def session_expires(self, who: str) -> None:
+            state = admin_state(bg.cp.app)
+            bg.run(_call(state.expire_sessions))
+            status, body = admins[who].send("GET", RUNNERS)
+            assert (status, body["code"]) == (401, "session_expired")
+            for a in admins.values():
+                a.login()
+
+        @invariant()
+        def list_equals_model(self) -> None:
+            status, body = admins["admin"].send("GET", RUNNERS)
+            assert status == 200
+            got = {
+                r["id"]: (r["name"], r["sourceNodeId"], r["enabled"])
+                for r in body["runners"]
+                if r["id"] not in self.earlier
+            }
+            assert not any(r["enabled"] for r in body["runners"] if r["id"] in self.earlier)
+            want = {i: (r["name"], r["sourceNodeId"], r["enabled"]) for i, r in self.model.items()}
+            assert got == want
+
+        @invariant()
+        def one_enabled_runner_per_source_owner(self) -> None:
+            pairs = [(r["sourceNodeId"], self.owner[i]) for i, r in self.model.items() if r["enabled"]]
+            assert len(pairs) == len(set(pairs))
+
+        @invariant()
+        def no_token_outside_its_201(self) -> None:
+            secrets = self.tokens + [hashlib.sha256(t.encode()).hexdigest() for t in self.tokens]
+            for a in admins.values():
+                for text in a.bodies:
+                    if '"token"' in text:
+                        continue  # a 201 registration answer
+                    assert not any(s in text for s in secrets)
+                a.bodies.clear()
+
+    uuid_zero = "00000000-0000-0000-0000-000000000000"
+    try:
+        AdminApi.TestCase.settings = settings(
+            max_examples=15, stateful_step_count=12, deadline=None, derandomize=True, database=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        )
+        AdminApi.TestCase().runTest()
+    finally:
+        for a in admins.values():
+            a.http.close()
+        bg.close()
+
+
+async def _call(fn: Any) -> Any:
+    return fn()

@@ -69,3 +69,26 @@ async def test_retire_old_complete_rows_only(tmp_path: Path) -> None:
     assert started is not None and started.state is State.STARTED
     assert new is not None and new.state is State.COMPLETE
     await store.close()
+
+
+async def test_claim_is_atomic_read_and_start(tmp_path: Path) -> None:
+    store = await LedgerStore.open(str(tmp_path / "l.sqlite3"))
+    # the same id claimed twice in one batch: exactly one claimer owns the new row
+    a, b, c = await asyncio.gather(store.claim("x", "f1", 5), store.claim("x", "f2", 6),
+                                   store.claim("y", "f", 7))
+    assert a is None and c is None
+    assert b is not None and b.state is State.STARTED and b.fingerprint == "f1"
+    await store.complete("x", '{"result":1}')
+    row = await store.claim("x", "f1", 8)
+    assert row is not None and row.state is State.COMPLETE and row.result == '{"result":1}'
+    await store.close()
+
+
+async def test_many_claims_span_chunks(tmp_path: Path) -> None:
+    store = await LedgerStore.open(str(tmp_path / "l.sqlite3"))
+    first = await asyncio.gather(*(store.claim(f"c{i}", "f", i) for i in range(1000)))
+    assert all(r is None for r in first)
+    await asyncio.gather(*(store.complete(f"c{i}", f'{{"result":{i}}}') for i in range(1000)))
+    again = await asyncio.gather(*(store.claim(f"c{i}", "f", i) for i in range(1000)))
+    assert [json.loads(r.result or "")["result"] for r in again if r] == list(range(1000))
+    await store.close()

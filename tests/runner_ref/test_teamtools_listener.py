@@ -313,3 +313,17 @@ async def test_expect_100_continue_only_after_the_head_gates(env: Env) -> None:
     reader, writer = await send_head("wrong")
     assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(b"HTTP/1.1 401")
     writer.close()
+
+
+async def test_a_head_that_never_completes_gets_the_connection_closed() -> None:
+    listener = LoopbackListener(tools=TOOLS, relay=Relay(), is_active=lambda: True,
+                                timings=ListenerTimings(keepalive=0.2))
+    await listener.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+        writer.write(f"POST /tools/list HTTP/1.1\r\nHost: 127.0.0.1:{listener.port}\r\n".encode())
+        await writer.drain()
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, no answer
+        writer.close()
+    finally:
+        await listener.close()

@@ -1,0 +1,25 @@
+"""The main job (``python -m conformance demo``) passes against the reference runner."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from conformance.demo import run_demo
+
+
+async def test_demo_passes_on_reference_runner(tmp_path: Path) -> None:
+    report = await run_demo(f"{sys.executable} -m runner_ref --config {{config}}", tmp_path,
+                            quiet=True)
+    failed = [(s.name, s.detail) for s in report.steps if s.status != "pass"]
+    assert failed == []
+    assert report.exit_code == 0
+    assert report.secrets_leaked == []
+    text = (tmp_path / "report.json").read_text()
+    assert '"ok": true' in text
+
+
+async def test_demo_fails_a_runner_that_never_connects(tmp_path: Path) -> None:
+    report = await run_demo(f"{sys.executable} -c pass {{config}}", tmp_path, quiet=True)
+    assert not report.ok
+    assert report.steps[0].name == "connects" and report.steps[0].status == "fail"
