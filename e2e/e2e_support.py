@@ -90,9 +90,10 @@ class LiveServer:
         self._thread.start()
 
         async def up() -> Any:
-            self._cm = ControlPlane(**self._kwargs)
+            self._cm = ControlPlane(
+                admin_user=ADMIN_USER, admin_password=ADMIN_PW, admin_profiles=PROFILES, **self._kwargs
+            )
             cp = await self._cm.__aenter__()
-            await cp.store.create_account(ADMIN_USER, allowed_profiles=PROFILES, is_admin=True, password=ADMIN_PW)
             await cp.store.create_account(SECOND_ADMIN, allowed_profiles=PROFILES, is_admin=True, password=SECOND_PW)
             await cp.store.add_source("node-b", "Build farm")
             await cp.store.add_source("node-c", "Lab machine")

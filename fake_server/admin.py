@@ -376,6 +376,10 @@ async def login(request: web.Request) -> web.Response:
     old = request.cookies.get(SESSION_COOKIE)
     if old:
         state.sessions.pop(old, None)
+    # forget sessions long expired (an expired one still answers session_expired for a while)
+    horizon = state.now() - state.session_ttl
+    for sid in [k for k, v in state.sessions.items() if v.expires_at < horizon]:
+        del state.sessions[sid]
     sid, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     sess = AdminSession(account.name, csrf, state.now() + state.session_ttl)
     state.sessions[sid] = sess

@@ -74,6 +74,10 @@ class ManualClock:
         heapq.heappush(self._heap, (when, next(self._seq), timer))
         return timer
 
+    def pending(self) -> list[float]:
+        """Due times of the timers still armed, soonest first (tests wait on these)."""
+        return sorted(when for when, _, t in self._heap if t.callback is not None)
+
     def advance(self, seconds: float) -> None:
         """Move time forward and fire, in time order, every timer that falls due."""
         target = self._now + max(0.0, seconds)

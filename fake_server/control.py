@@ -10,6 +10,7 @@ import asyncio
 import secrets
 import shutil
 import tempfile
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,15 @@ from .hub import Channel, Command, CommandRefused, Hub, Lease, ToolHandler, comm
 from .machine import setup_machine
 from .store import AccountRecord, RunnerRecord, SourceRecord, Store
 from .timings import Limits, Timings
+
+
+def _open_payload(ch: Channel, extra: dict[str, Any]) -> dict[str, Any]:
+    """The gateway.open payload: ``{connectionId[, cleanupOnly:true], **extra}``."""
+    payload: dict[str, Any] = {"connectionId": ch.connection_id}
+    if ch.cleanup_only:
+        payload["cleanupOnly"] = True
+    payload.update(extra)
+    return payload
 
 
 class CommandFailed(Exception):
@@ -82,6 +92,7 @@ class ControlPlane:
         port: int = 0,
         limits: Limits | None = None,
         admin_profiles: Sequence[str] = ("default",),
+        history_max_entries: int | None = None,
     ) -> None:
         self._tmpdir: str | None = None
         if db_path is None:
@@ -96,7 +107,7 @@ class ControlPlane:
         self.admin_profiles = tuple(admin_profiles)
         self.host = host
         self.port = port
-        self.history = History()
+        self.history = History(max_entries=history_max_entries)
         self.faults = Faults()
         self.faults._expire = self._expire_handle
         self.artifacts: list[tuple[str, PublishedArtifact]] = []
@@ -306,10 +317,7 @@ class ControlPlane:
                 channel=channel, lease=lease, expires_at_ms=expires_at_ms,
             )
         except CommandRefused as refused:
-            cmd = Command(runner_id, kind, payload, expires_at_ms or 0)
-            cmd.lifecycle.apply(Event.CANCEL)
-            cmd.future.set_result(refused.outcome)
-            return cmd
+            return self._refused_handle(runner_id, kind, payload, refused.outcome, expires_at_ms or 0)
 
     async def command(
         self,
@@ -351,11 +359,14 @@ class ControlPlane:
         With ``check`` (default) a failed open raises ``CommandFailed``; else the channel comes
         back closed with ``open_outcome`` set."""
         acc = await self.store.get_account(account) if account is not None else None
-        ch = self.hub.register_channel(runner_id, acc, profile, cleanup_only, connection_id)
-        payload: dict[str, Any] = {"connectionId": ch.connection_id}
-        if cleanup_only:
-            payload["cleanupOnly"] = True
-        payload.update(extra)
+        try:
+            ch = self.hub.register_channel(runner_id, acc, profile, cleanup_only, connection_id)
+        except CommandRefused as refused:  # 64 channels already open
+            ch = self._refused_channel(runner_id, acc, profile, cleanup_only, connection_id, refused.outcome)
+            if check:
+                raise CommandFailed(refused.outcome) from None
+            return ch
+        payload = _open_payload(ch, extra)
         handle = await self.submit(
             runner_id, "gateway.open", payload, account=account, deadline=deadline,
             profile=profile, channel=ch,
@@ -375,16 +386,39 @@ class ControlPlane:
     ) -> tuple[Channel, Command]:
         """Register a channel and queue its gateway.open without waiting (for race tests)."""
         acc = await self.store.get_account(account) if account is not None else None
-        ch = self.hub.register_channel(runner_id, acc, profile, cleanup_only, connection_id)
-        payload: dict[str, Any] = {"connectionId": ch.connection_id}
-        if cleanup_only:
-            payload["cleanupOnly"] = True
-        payload.update(extra)
+        try:
+            ch = self.hub.register_channel(runner_id, acc, profile, cleanup_only, connection_id)
+        except CommandRefused as refused:  # 64 channels already open: a done handle
+            ch = self._refused_channel(runner_id, acc, profile, cleanup_only, connection_id, refused.outcome)
+            payload = _open_payload(ch, extra)
+            return ch, self._refused_handle(runner_id, "gateway.open", payload, refused.outcome)
+        payload = _open_payload(ch, extra)
         handle = await self.submit(
             runner_id, "gateway.open", payload, account=account, deadline=deadline,
             profile=profile, channel=ch,
         )
         return ch, handle
+
+    def _refused_channel(
+        self, runner_id: str, acc: AccountRecord | None, profile: str | None, cleanup_only: bool,
+        connection_id: str | None, outcome: Outcome,
+    ) -> Channel:
+        """A channel refused before registration: already closed, ``open_outcome`` set."""
+        ch = Channel(self.hub, runner_id, connection_id or str(uuid.uuid4()), acc, profile, cleanup_only)
+        ch.closed_by = "open_failed"
+        ch.closed.set()
+        ch.open_outcome = outcome
+        return ch
+
+    @staticmethod
+    def _refused_handle(
+        runner_id: str, kind: str, payload: dict[str, Any], outcome: Outcome, expires_at_ms: int = 0
+    ) -> Command:
+        """A handle refused at enqueue: already done with ``outcome``."""
+        cmd = Command(runner_id, kind, payload, expires_at_ms)
+        cmd.lifecycle.apply(Event.CANCEL)
+        cmd.future.set_result(outcome)
+        return cmd
 
     async def submit_rpc(
         self, ch: Channel, method: str, params: dict[str, Any] | None = None, *,
@@ -434,7 +468,16 @@ class ControlPlane:
     ) -> Lease:
         """Register a hub lease and send lease.create; tool calls go to ``handlers`` by tool id
         (``"*"`` catches all)."""
-        lease = self.hub.register_lease(ch, profile, dict(session), list(tools), dict(handlers or {}))
+        try:
+            lease = self.hub.register_lease(ch, profile, dict(session), list(tools), dict(handlers or {}))
+        except CommandRefused as refused:  # 64 leases already active
+            if check:
+                raise CommandFailed(refused.outcome) from None
+            lease = Lease(ch.runner_id, ch, profile, dict(session), list(tools), dict(handlers or {}),
+                          self.limits.tool_calls_per_lease)
+            lease.active = False
+            lease.create_outcome = refused.outcome
+            return lease
         payload: dict[str, Any] = {
             "leaseId": lease.lease_id,
             "profile": profile,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, overload
 
 
 def digest(raw: bytes | None) -> str | None:
@@ -45,23 +46,65 @@ class Exchange:
         return []
 
 
-@dataclass
 class History:
-    entries: list[Exchange] = field(default_factory=list)
+    """Exchanges in arrival order; ``seq`` counts from 1 and never repeats.
+
+    ``max_entries`` None (default) keeps everything; a number makes it a ring buffer that keeps
+    the newest ``max_entries`` (``dropped`` counts the evicted ones) for long benchmark runs.
+    """
+
+    def __init__(self, max_entries: int | None = None) -> None:
+        if max_entries is not None and max_entries < 1:
+            raise ValueError("max_entries must be at least 1 (or None for no cap)")
+        self.max_entries = max_entries
+        self._entries: deque[Exchange] = deque(maxlen=max_entries)
+        self._seq = 0
+        self.dropped = 0
+
+    @property
+    def entries(self) -> list[Exchange]:
+        """A snapshot of the kept exchanges, oldest first."""
+        return list(self._entries)
 
     def begin(self, **kw: Any) -> Exchange:
-        ex = Exchange(seq=len(self.entries) + 1, **kw)
-        self.entries.append(ex)
+        self._seq += 1
+        ex = Exchange(seq=self._seq, **kw)
+        if self.max_entries is not None and len(self._entries) == self.max_entries:
+            self.dropped += 1
+        self._entries.append(ex)
         return ex
 
     def __iter__(self) -> Iterator[Exchange]:
-        return iter(list(self.entries))
+        return iter(list(self._entries))
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self._entries)
 
-    def __getitem__(self, i: int) -> Exchange:
-        return self.entries[i]
+    @overload
+    def __getitem__(self, i: int) -> Exchange: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Exchange]: ...
+
+    def __getitem__(self, i: int | slice) -> Exchange | list[Exchange]:
+        if isinstance(i, slice):
+            return list(self._entries)[i]
+        return self._entries[i]
+
+    def since(self, seq: int) -> list[Exchange]:
+        """Exchanges with ``seq`` greater than ``seq`` (those still kept)."""
+        out: list[Exchange] = []
+        for ex in reversed(self._entries):
+            if ex.seq <= seq:
+                break
+            out.append(ex)
+        out.reverse()
+        return out
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the newest exchange so far (0 before the first)."""
+        return self._seq
 
     def filter(
         self,
@@ -74,7 +117,7 @@ class History:
         where: Callable[[Exchange], bool] | None = None,
     ) -> list[Exchange]:
         out = []
-        for ex in list(self.entries):
+        for ex in list(self._entries):
             if route is not None and ex.route != route:
                 continue
             if runner_id is not None and ex.runner_id != runner_id:
@@ -98,4 +141,5 @@ class History:
         return [ex.code for ex in self.filter(route=route)]
 
     def clear(self) -> None:
-        self.entries.clear()
+        """Forget the kept exchanges (``seq`` keeps counting)."""
+        self._entries.clear()

@@ -7,6 +7,8 @@ Rules:
   the held poll, closes every channel, drops every lease and ends every queued command with
   503 ``runner_offline``.
 - Queue limits are checked at enqueue: 64 pending, 64 MiB queued, 36 MiB per command.
+- At most 64 open channels and 64 active leases per runner: the 65th is refused at the caller
+  with 429 ``runner_busy`` before anything is queued (the code is our choice, see the docs).
 - A poll answers at once when it creates a state or something is due; otherwise it is held
   until a command is queued, a redelivery falls due, the hold passes, the client goes, or a
   newer poll arrives (which ends the older with an empty batch).
@@ -50,6 +52,9 @@ STOP_METHODS = frozenset({"session.interrupt", "session.close", "session.active_
 CHANNEL_KINDS = frozenset({"gateway.open", "gateway.rpc"})
 LEASE_KINDS = frozenset({"lease.create", "lease.bind"})
 FILE_TRANSFER_MAX = 25 * 1024 * 1024
+
+CHANNEL_LIMIT = Outcome.failure(429, "runner_busy", "too many channels for this runner")
+LEASE_LIMIT = Outcome.failure(429, "runner_busy", "too many leases for this runner")
 
 ToolHandler = Callable[[str, dict[str, Any]], Any]
 
@@ -582,7 +587,11 @@ class Hub:
         self, runner_id: str, account: AccountRecord | None, profile: str | None,
         cleanup_only: bool, connection_id: str | None,
     ) -> Channel:
+        """Register a server channel; a 65th open channel of a runner raises ``CommandRefused``
+        (429 ``runner_busy``): upstream refuses it at the caller, the code is our choice."""
         s = self.slot(runner_id)
+        if len(s.channels) >= self.limits.channels_per_runner:
+            raise CommandRefused(CHANNEL_LIMIT)
         ch = Channel(self, runner_id, connection_id or str(uuid.uuid4()), account, profile, cleanup_only)
         s.channels[ch.connection_id] = ch
         return ch
@@ -659,7 +668,11 @@ class Hub:
         self, ch: Channel, profile: str, session: dict[str, Any], tools: list[dict[str, Any]],
         handlers: dict[str, ToolHandler],
     ) -> Lease:
+        """Register a hub lease; a 65th active lease of a runner raises ``CommandRefused``
+        (429 ``runner_busy``), as for channels."""
         s = self.slot(ch.runner_id)
+        if len(s.leases) >= self.limits.leases_per_runner:
+            raise CommandRefused(LEASE_LIMIT)
         lease = Lease(ch.runner_id, ch, profile, session, tools, handlers, self.limits.tool_calls_per_lease)
         s.leases[lease.lease_id] = lease
         return lease

@@ -113,7 +113,8 @@ async def _handle(
             ex.end_time = cp.clock.now()
             if request.transport is not None:
                 request.transport.abort()
-            return web.Response(status=503)  # never reaches the client: the socket is gone
+            # Never reaches the client (the socket is gone); still JSON and no-store.
+            return _json(503, _err("service_unavailable", "connection dropped"))
         await cp.clock.sleep(fault.seconds)
 
     h = request.headers
@@ -196,15 +197,17 @@ async def _json_errors(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
     """Under the machine prefix even aiohttp's own 404/405 answers are JSON and no-store."""
-    if not request.path.startswith("/api/runner/"):
+    if request.path != "/api/runner" and not request.path.startswith("/api/runner/"):
         return await handler(request)
     try:
         return await handler(request)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "invalid_request")
-        return _json(exc.status, _err(code, exc.reason))
+        return _json(exc.status, _err(_HTTP_CODES.get(exc.status, "invalid_request"), exc.reason))
+
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "runner_payload_limit"}
 
 
 def setup_machine(app: web.Application, cp: ControlPlane) -> None:

@@ -33,4 +33,6 @@ class Limits:
     desktop_body: int = 40 * MIB
     retired_instances: int = 256
     tool_calls_per_lease: int = 128
+    channels_per_runner: int = 64
+    leases_per_runner: int = 64
     result_error_text: int = 1000

@@ -52,22 +52,25 @@ def _quiet_loop_errors(loop: asyncio.AbstractEventLoop, context: dict[str, objec
     status.emit(f"internal error: {type(exc).__name__ if exc else 'unknown'}")
 
 
-async def _serve(agent: Agent) -> int:
+def _install_signals(stop: asyncio.Event) -> None:
+    """First SIGTERM/SIGINT → graceful stop; the handlers run once, so a second signal kills
+    the process the default way."""
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_quiet_loop_errors)
 
-    def on_signal(signum: int) -> None:
-        for s in (signal.SIGTERM, signal.SIGINT):  # handlers run once; a second signal kills
+    def on_signal() -> None:
+        for s in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(s)
             signal.signal(s, signal.SIG_DFL)
-        agent.stop()
+        stop.set()
 
     for s in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(s, on_signal, s)
-    return await agent.run()
+        loop.add_signal_handler(s, on_signal)
 
 
 async def _main(config_path: str) -> int:
+    stop = asyncio.Event()
+    _install_signals(stop)
     try:
         cfg = load_config(config_path)
     except ConfigError as exc:
@@ -89,7 +92,7 @@ async def _main(config_path: str) -> int:
         except Exception:  # noqa: BLE001
             return _fatal("cannot open the command ledger")
         try:
-            code = await _serve(Agent(cfg, store, instance_id))
+            code = await Agent(cfg, store, instance_id, stop).run()
         finally:
             await store.close()
         if code == 0:

@@ -62,7 +62,8 @@ def error_reply(code: str, message: str) -> Reply:
 class Agent:
     """One runner process's protocol life."""
 
-    def __init__(self, cfg: RunnerConfig, store: LedgerStore, instance_id: str) -> None:
+    def __init__(self, cfg: RunnerConfig, store: LedgerStore, instance_id: str,
+                 stop: asyncio.Event | None = None) -> None:
         self.cfg = cfg
         self.store = store
         self.control = ControlClient(cfg.server_url, cfg.runner_id, cfg.token, instance_id,
@@ -84,7 +85,7 @@ class Agent:
         self._inflight: dict[str, tuple[str, asyncio.Future[Reply]]] = {}
         self._handling: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._stop = asyncio.Event()
+        self._stop = stop if stop is not None else asyncio.Event()
         self._reset_requested = False
         self._kick = asyncio.Event()
         self._connected = False
@@ -127,7 +128,9 @@ class Agent:
                     await self._disconnect_local()
             try:
                 body = await self._until_stopped(self.control.poll(reset))
-            except ServerError as exc:
+            except Exception as exc:  # noqa: BLE001 - any poll failure reconnects
+                if not isinstance(exc, ServerError):
+                    exc = ServerError(0, "runner_request_failed", "poll failed")
                 if exc.code == "runner_unauthorized":
                     status.emit(f"runner_unauthorized: {exc.message}")
                     return 1
@@ -207,7 +210,10 @@ class Agent:
     async def handle(self, cmd: dict[str, Any], epoch: str) -> Reply:
         """The ledger's answer to one delivery (§4)."""
         cid = cmd["id"]
-        fp = command_fingerprint(cmd)
+        try:
+            fp = command_fingerprint(cmd)
+        except (TypeError, ValueError, RecursionError):
+            return error_reply("runner_error", "command cannot be fingerprinted")
         flight = self._inflight.get(cid)
         if flight is not None:
             if decide(None, flight[0], fp) is Decision.CONFLICT:

@@ -90,7 +90,7 @@ class ControlClient:
             raise ServerError(status, "runner_request_failed", "response too large")
         try:
             body = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         if 200 <= status < 300:
             return body

@@ -111,7 +111,7 @@ class Channel:
                     continue
                 try:
                     frame = json.loads(msg.data)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if isinstance(frame, dict):
                     self._on_frame(frame)

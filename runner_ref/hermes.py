@@ -103,7 +103,7 @@ class HermesClient:
             st, _, data = await self._raw("GET", "/api/status", auth=False, cap=1 << 20)
             try:
                 info = json.loads(data) if st == 200 else None
-            except ValueError:
+            except (ValueError, RecursionError):
                 info = None
             if not isinstance(info, dict):
                 raise _unavailable()
@@ -201,5 +201,5 @@ class HermesClient:
 def _json_or_none(data: bytes) -> Any:
     try:
         return json.loads(data) if data else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None

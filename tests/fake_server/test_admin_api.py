@@ -105,11 +105,10 @@ class Admin:
 
 @pytest.fixture
 async def cp() -> AsyncIterator[ControlPlane]:
-    async with ControlPlane(clock=ManualClock(), admin_user="admin", admin_password=ADMIN_PW) as plane:
-        await plane.store.create_account(
-            "admin", allowed_profiles=["default", "research"], is_admin=True, password=ADMIN_PW
-        )
-        await plane.store.create_account("alice", allowed_profiles=["default"], password=ALICE_PW)
+    async with ControlPlane(
+        clock=ManualClock(), admin_user="admin", admin_password=ADMIN_PW,
+        admin_profiles=("default", "research"),
+    ) as plane:
         await plane.store.add_source("node-b", "Node B")
         await plane.store.add_source("paired-web", "Paired web node", paired=True)
         await plane.store.add_source("lab", "Lab", allowed_profiles=["default"])
@@ -262,6 +261,7 @@ async def test_expire_sessions_hook_expires_every_session(cp: ControlPlane, admi
 async def test_non_admin_account_cannot_use_admin_routes(
     cp: ControlPlane, http: aiohttp.ClientSession, seen: Seen
 ) -> None:
+    await cp.store.create_account("alice", allowed_profiles=["default"], password=ALICE_PW)
     alice = Admin(cp, http, seen)
     body = await alice.login("alice", ALICE_PW)
     assert body["user"]["isAdmin"] is False
@@ -580,25 +580,28 @@ async def test_standalone_fake_server_login_answers_csrf(tmp_path: Path) -> None
 
 
 class _Background:
-    """A ControlPlane on a background event loop, for synchronous Hypothesis rules."""
+    """An event loop on a thread, serving ControlPlanes to synchronous Hypothesis rules."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.cm = ControlPlane(admin_user="admin", admin_password=ADMIN_PW)
-        self.cp = self.run(self.cm.__aenter__())
-        self.run(self.cp.store.create_account("admin2", allowed_profiles=["default"], is_admin=True, password=ALICE_PW))
-        self.run(self.cp.store.add_source("node-b", "Node B"))
 
     def run(self, coro: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
 
     def close(self) -> None:
-        self.run(self.cm.__aexit__(None, None, None))
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
+
+
+async def _fresh_plane() -> tuple[ControlPlane, ControlPlane]:
+    cm = ControlPlane(admin_user="admin", admin_password=ADMIN_PW)
+    cp = await cm.__aenter__()
+    await cp.store.create_account("admin2", allowed_profiles=["default"], is_admin=True, password=ALICE_PW)
+    await cp.store.add_source("node-b", "Node B")
+    return cm, cp
 
 
 class _SyncAdmin:
@@ -620,35 +623,37 @@ class _SyncAdmin:
         return r.status_code, r.json()
 
 
+UUID_ZERO = "00000000-0000-0000-0000-000000000000"
+
+
 def test_admin_api_state_machine() -> None:
     """Registrations, disables, refused mutations and expired sessions by two admins, in any
     order: the list always equals the model, each source owner has at most one enabled runner,
-    and no list ever carries a token or its hash."""
+    and no list ever carries a token or its hash. Each example gets a fresh control plane."""
     bg = _Background()
-    admins = {
-        "admin": _SyncAdmin(bg.cp.url, "admin", ADMIN_PW),
-        "admin2": _SyncAdmin(bg.cp.url, "admin2", ALICE_PW),
-    }
-    for a in admins.values():
-        a.login()
 
     class AdminApi(RuleBasedStateMachine):
         runners = Bundle("runners")
 
         @initialize()
-        def seed(self) -> None:
-            # the server outlives one example: disable what earlier examples left, so every
-            # example starts from the same state (Hypothesis replays must be deterministic)
-            status, body = admins["admin"].send("GET", RUNNERS)
-            assert status == 200
-            for r in body["runners"]:
-                if r["enabled"]:
-                    assert admins["admin"].send("DELETE", f"{RUNNERS}/{r['id']}")[0] == 200
-            self.earlier = {r["id"] for r in body["runners"]}
+        def start(self) -> None:
+            self.cm, self.cp = bg.run(_fresh_plane())
+            self.admins = {
+                "admin": _SyncAdmin(self.cp.url, "admin", ADMIN_PW),
+                "admin2": _SyncAdmin(self.cp.url, "admin2", ALICE_PW),
+            }
+            for a in self.admins.values():
+                a.login()
             self.model: dict[str, dict[str, Any]] = {}
             self.owner: dict[str, str] = {}
             self.tokens: list[str] = []
             self.n = 0
+
+        def teardown(self) -> None:
+            if hasattr(self, "cm"):
+                for a in self.admins.values():
+                    a.http.close()
+                bg.run(self.cm.__aexit__(None, None, None))
 
         def _enabled_owner(self, source: str, owner: str) -> bool:
             return any(
@@ -661,7 +666,7 @@ def test_admin_api_state_machine() -> None:
             self.n += 1
             owner = "_system" if source == "local" else who
             busy = self._enabled_owner(source, owner)
-            status, body = admins[who].send(
+            status, body = self.admins[who].send(
                 "POST", RUNNERS, {"name": f"r{self.n}", "sourceNodeId": source, "allowedProfiles": ["default"]}
             )
             if busy:
@@ -675,46 +680,40 @@ def test_admin_api_state_machine() -> None:
 
         @rule(runner=runners, who=st.sampled_from(["admin", "admin2"]))
         def disable(self, runner: str, who: str) -> None:
+            status, body = self.admins[who].send("DELETE", f"{RUNNERS}/{runner or UUID_ZERO}")
             if not runner:
+                assert (status, body["code"]) == (404, "workspace_not_found")
                 return
-            status, body = admins[who].send("DELETE", f"{RUNNERS}/{runner}")
             assert (status, body) == (200, {"ok": True})
             self.model[runner]["enabled"] = False
 
-        @rule(
-            runner=runners,
-            how=st.sampled_from(["no-csrf", "wrong-csrf", "evil-origin", "no-origin"]),
-        )
+        @rule(runner=runners, how=st.sampled_from(["no-csrf", "wrong-csrf", "evil-origin", "no-origin"]))
         def refused_disable(self, runner: str, how: str) -> None:
-            a = admins["admin"]
+            a = self.admins["admin"]
             headers = {
                 "no-csrf": {"X-CSRF-Token": ""},
                 "wrong-csrf": {"X-CSRF-Token": a.csrf[::-1]},
                 "evil-origin": {"Origin": "http://evil.example"},
                 "no-origin": {"Origin": ""},
             }[how]
-            status, body = a.send("DELETE", f"{RUNNERS}/{runner or uuid_zero}", **headers)
-            assert status == 403 and body["code"] in ("invalid_csrf", "invalid_origin")
+            status, body = a.send("DELETE", f"{RUNNERS}/{runner or UUID_ZERO}", **headers)
+            want = "invalid_csrf" if how.endswith("csrf") else "invalid_origin"
+            assert (status, body["code"]) == (403, want)
 
         @rule(who=st.sampled_from(["admin", "admin2"]))
-        def session_expires(self, who: str) -> None:
-            state = admin_state(bg.cp.app)
-            bg.run(_call(state.expire_sessions))
-            status, body = admins[who].send("GET", RUNNERS)
+        def sessions_expire(self, who: str) -> None:
+            assert self.cp.app is not None
+            bg.run(_call(admin_state(self.cp.app).expire_sessions))
+            status, body = self.admins[who].send("GET", RUNNERS)
             assert (status, body["code"]) == (401, "session_expired")
-            for a in admins.values():
+            for a in self.admins.values():
                 a.login()
 
         @invariant()
         def list_equals_model(self) -> None:
-            status, body = admins["admin"].send("GET", RUNNERS)
+            status, body = self.admins["admin"].send("GET", RUNNERS)
             assert status == 200
-            got = {
-                r["id"]: (r["name"], r["sourceNodeId"], r["enabled"])
-                for r in body["runners"]
-                if r["id"] not in self.earlier
-            }
-            assert not any(r["enabled"] for r in body["runners"] if r["id"] in self.earlier)
+            got = {r["id"]: (r["name"], r["sourceNodeId"], r["enabled"]) for r in body["runners"]}
             want = {i: (r["name"], r["sourceNodeId"], r["enabled"]) for i, r in self.model.items()}
             assert got == want
 
@@ -726,23 +725,20 @@ def test_admin_api_state_machine() -> None:
         @invariant()
         def no_token_outside_its_201(self) -> None:
             secrets = self.tokens + [hashlib.sha256(t.encode()).hexdigest() for t in self.tokens]
-            for a in admins.values():
+            for a in self.admins.values():
                 for text in a.bodies:
                     if '"token"' in text:
                         continue  # a 201 registration answer
                     assert not any(s in text for s in secrets)
                 a.bodies.clear()
 
-    uuid_zero = "00000000-0000-0000-0000-000000000000"
     try:
         AdminApi.TestCase.settings = settings(
-            max_examples=15, stateful_step_count=12, deadline=None, derandomize=True, database=None,
+            max_examples=12, stateful_step_count=10, deadline=None, derandomize=True, database=None,
             suppress_health_check=[HealthCheck.too_slow],
         )
         AdminApi.TestCase().runTest()
     finally:
-        for a in admins.values():
-            a.http.close()
         bg.close()
 
 

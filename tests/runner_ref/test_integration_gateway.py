@@ -4,6 +4,7 @@ only its channel, an epoch change drops every channel."""
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,8 @@ async def test_410_closes_only_that_channel(tmp_path: Path) -> None:
         assert out.ok
         await b.next_event("message.complete", timeout=10)
         assert r.cp.is_online(r.runner_id)
+        assert hermes.effects.count("session.interrupted", session_id=sb) == 0  # no stray interrupt
+        assert not b.closed.is_set()
 
 
 async def test_epoch_change_drops_channels(tmp_path: Path) -> None:
@@ -171,3 +174,17 @@ async def test_close_overtaking_open_leaves_no_socket(tmp_path: Path) -> None:
         again = await cp.open_channel(r.runner_id, account="alice", profile="default",
                                       connection_id=ch.connection_id, check=False)
         assert again.open_outcome is not None and not again.open_outcome.ok
+
+
+async def test_sigterm_interrupts_running_sessions(tmp_path: Path) -> None:
+    async with ScriptedHermes(SCRIPT) as hermes, rig(tmp_path, hermes.url) as r:
+        ch = await r.cp.open_channel(r.runner_id, account="alice", profile="default")
+        sid = await create_session(r.cp, ch)
+        assert (await r.cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})).ok
+        await ch.next_event("message.delta", timeout=10)
+        r.runner.signal(signal.SIGTERM)
+        assert await r.runner.wait(10) == 0
+        assert "stopped" in r.runner.stderr()
+        hit = await hermes.effects.wait_for("session.interrupted", timeout=5)
+        assert hit.session_id == sid
+        await hermes.effects.wait_for("ws.closed", timeout=5)

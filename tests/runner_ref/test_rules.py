@@ -218,3 +218,15 @@ def test_state_dir_and_lock(tmp_path: Path) -> None:
     assert not Path(d, "service-instance.json").exists()
     second.acquire()
     second.release()
+
+
+@given(st.text())
+def test_js_strings_match_json_escaping(s: str) -> None:
+    # ECMAScript and Python escape the same set (", \\, C0 controls) when no surrogate is lone
+    assert js_stringify(s) == json.dumps(s, ensure_ascii=False)
+
+
+@given(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), st.text(max_size=5))
+def test_js_lone_surrogates_are_escaped(lone: str, rest: str) -> None:
+    # after json.loads a surrogate code point is always lone (escaped pairs are combined)
+    assert js_stringify(lone + rest) == f'"\\u{ord(lone):04x}' + json.dumps(rest, ensure_ascii=False)[1:]
