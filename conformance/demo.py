@@ -186,7 +186,7 @@ async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> De
         async def connects() -> str:
             epoch = await cp.wait_online(runner_id, timeout=20)
             polls = cp.history.filter(route="poll", runner_id=runner_id)
-            expect(polls and polls[0].reset, "the first poll did not carry x-runner-reset: 1")
+            expect(bool(polls) and bool(polls[0].reset), "the first poll did not carry x-runner-reset: 1")
             state["epoch"] = epoch
             return f"online, epoch {epoch[:13]}…, first poll was a reset poll"
 
