@@ -86,8 +86,8 @@ class RunnerProcess:
 
     async def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_SERVER", "HERMES_"))}
-        self._out = open(self.stdout_path, "wb")  # noqa: SIM115 - closed in wait()
-        self._err = open(self.stderr_path, "wb")  # noqa: SIM115
+        self._out = open(self.stdout_path, "wb")  # noqa: ASYNC230 - local file, closed in kill()
+        self._err = open(self.stderr_path, "wb")  # noqa: ASYNC230
         self.proc = await asyncio.create_subprocess_exec(
             *self.argv, stdout=self._out, stderr=self._err, stdin=asyncio.subprocess.DEVNULL,
             env=env, start_new_session=True)
@@ -138,7 +138,7 @@ async def register_via_admin(cp: ControlPlane, name: str) -> dict[str, Any]:
 
 
 async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> DemoReport:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240
     report = DemoReport(runner_cmd=runner_cmd)
     say: Callable[[str], None] = (lambda _m: None) if quiet else (lambda m: print(m, flush=True))
     work = Path(tempfile.mkdtemp(prefix="runner-demo-"))
