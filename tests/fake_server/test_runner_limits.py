@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from fake_server_client import AutoRunner, Client
+from fake_server_client import AutoRunner, Client, until
 
-from fake_server import CommandFailed, ControlPlane
+from fake_server import CommandFailed, ControlPlane, Limits, ManualClock
 from fake_server.control import Registration
 
 SESSION = {"runtimeId": "rt-1", "storedId": "s-1"}
@@ -63,17 +63,21 @@ async def test_65th_lease_is_refused_at_the_caller(cp: ControlPlane, client: Cli
 
 
 async def test_limits_are_configurable(client: Client) -> None:
-    from fake_server import Limits, ManualClock
-
-    async with ControlPlane(clock=ManualClock(), limits=Limits(channels_per_runner=2, leases_per_runner=1)) as plane:
+    clock = ManualClock()
+    async with ControlPlane(clock=clock, limits=Limits(channels_per_runner=2, leases_per_runner=1)) as plane:
         reg = await plane.register_runner()
         c = Client(client.session, plane.url, reg.runner_id, reg.token)
         await c.connect()
         chans = [await plane.submit_open_channel(reg.runner_id) for _ in range(3)]
         assert [h.done() for _, h in chans] == [False, False, True]
         assert (await chans[2][1]).code == "runner_busy"
-        first = await plane.create_lease(chans[0][0], profile="default", session=SESSION, check=False,
-                                         deadline=0.0)
-        assert first.create_outcome is not None and first.create_outcome.code != "runner_busy"
-        # the first lease timed out at once (deadline 0) and was dropped: the slot is free again
-        assert not plane.hub.slots[reg.runner_id].leases
+        slot = plane.hub.slots[reg.runner_id]
+        first = asyncio.create_task(plane.create_lease(chans[0][0], profile="default", session=SESSION,
+                                                       check=False))
+        await until(lambda: len(slot.leases) == 1)
+        second = await plane.create_lease(chans[0][0], profile="default", session=SESSION, check=False)
+        assert second.create_outcome is not None and second.create_outcome.code == "runner_busy"
+        clock.advance(plane.timings.command_deadline)  # the first lease.create times out
+        lease = await asyncio.wait_for(first, 5)
+        assert lease.create_outcome is not None and lease.create_outcome.code == "runner_command_uncertain"
+        assert not slot.leases  # dropped: the place is free again
