@@ -13,8 +13,10 @@ from aiohttp import web
 class StubHermes:
     def __init__(self) -> None:
         self.token = secrets.token_urlsafe(24)
+        self.tokens = [self.token]  # every token it ever had (the secret scan checks them all)
         self.hits: Counter[str] = Counter()
         self.hold = False
+        self.body_size: int | None = None  # GET /api/config answers exactly this many bytes
         self.arrived = asyncio.Event()
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -41,6 +43,7 @@ class StubHermes:
     def rotate(self) -> None:
         """A Hermes restart: a new session token (the runner must refresh once after a 401)."""
         self.token = secrets.token_urlsafe(24)
+        self.tokens.append(self.token)
 
     def release(self) -> None:
         self._release.set()
@@ -61,6 +64,8 @@ class StubHermes:
             self.arrived.set()
             if self.hold:
                 await self._release.wait()
+        if request.path == "/api/config" and self.body_size is not None:
+            return web.Response(body=b"x" * self.body_size, content_type="application/json")
         return web.json_response({"path": request.path, "query": dict(request.query),
                                   "profiles": [{"name": "default"}]},
                                  dumps=lambda o: json.dumps(o))

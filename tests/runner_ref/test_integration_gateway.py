@@ -62,6 +62,14 @@ async def test_session_isolation_and_allowlist(tmp_path: Path) -> None:
         assert (stolen.status, stolen.code) == (502, "runner_session_forbidden")
         assert hermes.effects.count("prompt.accepted") == 0
         assert (await cp.rpc(a, "session.list", {})).code == "runner_command_forbidden"
+        # Hermes lists every live session (sa and sb); the runner answers with sa's only
+        listed = await cp.rpc(a, "session.active_list",
+                              {"profile": "default", "current_session_id": sa})
+        assert listed.ok and [set(s) for s in listed.result["sessions"]] == [{"id", "status"}]
+        assert [s["id"] for s in listed.result["sessions"]] == [sa]
+        peek = await cp.rpc(a, "session.active_list",
+                            {"profile": "default", "current_session_id": sb})
+        assert peek.code == "runner_session_forbidden"
         assert (await cp.rpc(a, "session.create", {"profile": "other"})).code in (
             "runner_profile_forbidden",)
         ok = await cp.rpc(a, "prompt.submit", {"session_id": sa, "text": "mine"})
@@ -114,6 +122,26 @@ async def test_slow_rpc_never_blocks_close(tmp_path: Path) -> None:
         pause.release()
         late = await slow
         assert not late.ok
+
+
+async def test_slow_rpc_never_delays_an_interrupt(tmp_path: Path) -> None:
+    async with ScriptedHermes(SCRIPT) as hermes, rig(tmp_path, hermes.url) as r:
+        cp = r.cp
+        ch = await cp.open_channel(r.runner_id, account="alice", profile="default")
+        sid = await create_session(cp, ch)
+        assert (await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})).ok
+        await ch.next_event("message.delta", timeout=10)
+        pause = hermes.pause_at("before session.usage")
+        slow = await cp.submit_rpc(ch, "session.usage", {"session_id": sid})
+        await pause.reached(timeout=10)
+        stop = await asyncio.wait_for(
+            cp.rpc(ch, "session.interrupt", {"session_id": sid}), 5)   # overtakes the held RPC
+        assert stop.ok, stop
+        await hermes.effects.wait_for("session.interrupted", timeout=5, session_id=sid)
+        assert not slow.done()        # the slow command is still held at its pause point
+        pause.release()
+        assert (await slow).ok
+        await cp.close_channel(ch)
 
 
 async def test_410_closes_only_that_channel(tmp_path: Path) -> None:

@@ -1,0 +1,51 @@
+"""The history's optional cap (a ring buffer for long benchmark runs); default unbounded."""
+
+from __future__ import annotations
+
+import pytest
+from fake_server_client import Client
+
+from fake_server import ControlPlane, History, ManualClock
+
+
+def _fill(h: History, n: int) -> None:
+    for i in range(n):
+        h.begin(time=float(i), route="poll", method="GET", runner_id="r", instance=None,
+                request_epoch=None, reset=False, request_digest=None, request_body=None)
+
+
+def test_unbounded_by_default() -> None:
+    h = History()
+    _fill(h, 1000)
+    assert len(h) == 1000 and h.dropped == 0 and h.max_entries is None
+    assert [e.seq for e in h][:3] == [1, 2, 3] and h[-1].seq == 1000
+
+
+def test_ring_buffer_keeps_the_newest_and_seq_never_repeats() -> None:
+    h = History(max_entries=3)
+    _fill(h, 5)
+    assert [e.seq for e in h] == [3, 4, 5] and len(h) == 3 and h.dropped == 2
+    assert h[0].seq == 3 and h[-1].seq == 5 and [e.seq for e in h[1:]] == [4, 5]
+    assert [e.seq for e in h.entries] == [3, 4, 5]
+    assert [e.seq for e in h.since(3)] == [4, 5] and h.since(5) == [] and h.last_seq == 5
+    h.clear()
+    _fill(h, 1)
+    assert [e.seq for e in h] == [6]
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_cap_must_be_positive(bad: int) -> None:
+    with pytest.raises(ValueError):
+        History(max_entries=bad)
+
+
+async def test_control_plane_history_cap(client: Client) -> None:
+    async with ControlPlane(clock=ManualClock(), history_max_entries=2) as plane:
+        reg = await plane.register_runner()
+        c = Client(client.session, plane.url, reg.runner_id, reg.token)
+        await c.connect()
+        await c.post("admit", {"id": "a"})
+        await c.post("admit", {"id": "b"})
+        assert [(e.seq, e.route) for e in plane.history] == [(2, "admit"), (3, "admit")]
+        assert plane.history.dropped == 1
+        assert [e.request_body for e in plane.history.filter(route="admit")] == [{"id": "a"}, {"id": "b"}]

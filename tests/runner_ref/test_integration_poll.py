@@ -1,0 +1,49 @@
+"""The poll loop as a process against the fake control plane, with the real 1 s reconnect delay:
+a failed poll (any code but runner_unauthorized) disconnects locally, waits 1 s, and polls again
+with ``x-runner-reset: 1``; the process never exits for it."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from integration import rig
+from stub_hermes import StubHermes
+
+from fake_server import ControlPlane
+
+
+async def wait_polls(cp: ControlPlane, n: int, timeout: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while len([ex for ex in cp.history if ex.route == "poll" and ex.status == 200]) < n:
+        assert loop.time() < end, "too few successful polls"
+        await asyncio.sleep(0.02)
+
+
+async def test_poll_errors_reconnect_after_1s_with_reset(tmp_path: Path) -> None:
+    env = {"RUNNER_REF_TEST_RECONNECT_DELAY": "1"}
+    async with StubHermes() as hermes, rig(tmp_path, hermes.url, env=env) as r:
+        cp = r.cp
+        await r.runner.wait_output("connected")
+        old_epoch = cp.epoch(r.runner_id)
+        cp.faults.fail_next("poll", status=409, code="runner_instance_retired")
+        cp.faults.fail_next("poll", status=503, code="service_updating")
+        await r.runner.wait_output("connected", count=2, timeout=20)
+        polls = [ex for ex in cp.history if ex.route == "poll"]
+        failed = [i for i, ex in enumerate(polls) if ex.fault == "fail"]
+        assert len(failed) == 2 and failed[1] == failed[0] + 1
+        for i in failed:
+            after = polls[i + 1]
+            assert after.reset, "a poll after an error carries x-runner-reset: 1"
+            assert polls[i].end_time is not None
+            assert after.time - polls[i].end_time >= 0.95, "reconnect waited less than 1 s"
+        assert not polls[failed[0]].reset   # before the error the runner was connected
+        assert r.runner.proc is not None and r.runner.proc.returncode is None
+        assert cp.epoch(r.runner_id) != old_epoch      # the reset poll forced a new epoch
+        out = await cp.command(r.runner_id, "http", {"path": "/api/status", "method": "GET"},
+                               account="alice")
+        assert out.ok, out
+        await wait_polls(cp, len([p for p in polls if p.status == 200]) + 1)
+        later = [ex for ex in cp.history if ex.route == "poll"][failed[1] + 2:]
+        assert later and not any(ex.reset for ex in later)   # connected again: no more resets
+        assert "injected failure" in r.runner.stderr()     # the server's error text
