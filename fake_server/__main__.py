@@ -2,7 +2,7 @@
 
 ``python -m fake_server --host 127.0.0.1 --port 0 --ready-file PATH [--admin-user admin]
 [--admin-password …] [--db PATH] [--poll-hold S] [--redelivery S] [--watchdog-tick S]
-[--offline-after S] [--history-max-entries N]`` prints
+[--offline-after S] [--history-max-entries N] [--allowed-host H]…`` prints
 ``FAKE_SERVER_READY url=http://127.0.0.1:N`` and writes ``{"url": …}`` to the ready file.
 SIGTERM or SIGINT → clean exit 0. Restart as a process = start again with the same ``--db``.
 """
@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--redelivery", type=float, default=Timings.redelivery)
     p.add_argument("--watchdog-tick", type=float, default=Timings.watchdog_tick)
     p.add_argument("--offline-after", type=float, default=Timings.offline_after)
+    p.add_argument("--allowed-host", action="append", default=None, metavar="HOST[:PORT]",
+                   help="Host header the machine API accepts (repeatable; '*' = any). Default: this"
+                        " server's address and 127.0.0.1/localhost/[::1] with its port")
     p.add_argument("--history-max-entries", type=int, default=None,
                    help="keep only the newest N machine-API exchanges (default: all)")
     return p
@@ -52,6 +55,7 @@ async def _run(args: argparse.Namespace) -> int:
     async with ControlPlane(
         db_path=args.db, timings=timings, admin_user=args.admin_user, admin_password=password,
         host=args.host, port=args.port, history_max_entries=args.history_max_entries,
+        allowed_hosts=args.allowed_host,
     ) as cp:
         if args.ready_file is not None:
             tmp = args.ready_file.with_name(args.ready_file.name + ".tmp")

@@ -90,6 +90,9 @@ class ManualClock:
         self._now = target
 
     async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:  # nothing to wait for: yield once, as asyncio.sleep(0) does
+            await asyncio.sleep(0)
+            return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def fire() -> None:

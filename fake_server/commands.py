@@ -113,6 +113,34 @@ class Lifecycle:
         return self.state is State.ENDED
 
 
+def wire_json(command: dict[str, Any]) -> bytes:
+    """The command's compact JSON (UTF-8), exactly as a poll answer carries it."""
+    return json.dumps(command, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
 def wire_size(command: dict[str, Any]) -> int:
     """Bytes of the command's compact JSON, as the queue and the batch count them."""
-    return len(json.dumps(command, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    return len(wire_json(command))
+
+
+class Wire(dict[str, Any]):
+    """A delivered command ``{id,kind,payload,expiresAt}`` that remembers its JSON, serialised
+    once at enqueue (for the size limits) and spliced into every poll answer that carries it."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, command: dict[str, Any]) -> None:
+        super().__init__(command)
+        self.json = wire_json(self)
+
+
+def poll_json(epoch: str, commands: list[dict[str, Any]]) -> bytes | None:
+    """The poll answer's JSON built from pre-serialised commands (None if any is not a ``Wire``);
+    byte-for-byte what ``json.dumps`` of ``{"epoch","commands"}`` gives."""
+    parts = []
+    for c in commands:
+        if not isinstance(c, Wire):
+            return None
+        parts.append(c.json)
+    head = json.dumps(epoch, ensure_ascii=False).encode("utf-8")
+    return b'{"epoch":' + head + b',"commands":[' + b",".join(parts) + b"]}"

@@ -24,6 +24,7 @@ from .clock import Clock, SystemClock
 from .commands import Event, Outcome
 from .faults import Faults
 from .history import History
+from .http_errors import JsonErrorAppRunner
 from .hub import Channel, Command, CommandRefused, Hub, Lease, ToolHandler, command_profile
 from .machine import setup_machine
 from .store import AccountRecord, RunnerRecord, SourceRecord, Store
@@ -93,6 +94,7 @@ class ControlPlane:
         limits: Limits | None = None,
         admin_profiles: Sequence[str] = ("default",),
         history_max_entries: int | None = None,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> None:
         self._tmpdir: str | None = None
         if db_path is None:
@@ -108,6 +110,8 @@ class ControlPlane:
         self.host = host
         self.port = port
         self.history = History(max_entries=history_max_entries)
+        self._allowed_hosts = None if allowed_hosts is None else tuple(allowed_hosts)
+        self._hosts_for_port: tuple[int, frozenset[str] | None] | None = None
         self.faults = Faults()
         self.faults._expire = self._expire_handle
         self.artifacts: list[tuple[str, PublishedArtifact]] = []
@@ -128,6 +132,29 @@ class ControlPlane:
     def hub(self) -> Hub:
         assert self._hub is not None, "ControlPlane not started"
         return self._hub
+
+    @property
+    def allowed_hosts(self) -> frozenset[str] | None:
+        """Host headers the machine API accepts (gate 0, else 421 ``invalid_host``); None: any.
+
+        By default the server's own address and its loopback spellings with the bound port
+        (``127.0.0.1``, ``localhost``, ``[::1]``), or any Host when bound to a wildcard address;
+        ``allowed_hosts=("*",)`` turns the check off."""
+        if self._hosts_for_port is not None and self._hosts_for_port[0] == self.port:
+            return self._hosts_for_port[1]
+        allowed: frozenset[str] | None
+        if self._allowed_hosts is not None:
+            allowed = None if "*" in self._allowed_hosts else frozenset(h.lower() for h in self._allowed_hosts)
+        elif self.host in ("0.0.0.0", "::", ""):  # listening on every address: any Host
+            allowed = None
+        else:
+            names = {self.host, "127.0.0.1", "localhost", "[::1]"}
+            hosts = {f"{n}:{self.port}" for n in names}
+            if self.port == 80:
+                hosts |= names
+            allowed = frozenset(h.lower() for h in hosts)
+        self._hosts_for_port = (self.port, allowed)
+        return allowed
 
     @property
     def url(self) -> str:
@@ -156,7 +183,7 @@ class ControlPlane:
         setup_machine(app, self)
         setup_admin(app, self)
         self.app = app
-        runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        runner = JsonErrorAppRunner(app, handler_cancellation=True, access_log=None)
         await runner.setup()
         last: OSError | None = None
         for _ in range(50):

@@ -1,7 +1,8 @@
 """The machine-API gate sequence of protocol 1 (§2.3), sans-IO.
 
 Rules (everything that decides whether a runner request gets past the front door lives here):
-- The gates run in the fixed order of ``GATES``; the first refusal wins.
+- The gates run in the fixed order of ``GATES``; the first refusal wins. Gate 0 is the Host
+  allow-list of §2.1 (421 ``invalid_host``), which upstream runs before the runner middleware.
 - Gates 1-7 look only at headers and the runner's in-memory state; they never read the body.
 - Gates 3, 6 and 8 do not refuse but *change* state; they are returned as ``Action``s, in order,
   for the hub to apply, so this module stays free of I/O and of the hub's data structures.
@@ -14,11 +15,13 @@ This module knows nothing of the runner implementation; it judges a request from
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
 import re
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -70,6 +73,8 @@ class Ask:
     epoch: str | None
     reset: bool
     features: str | None
+    host: str | None = None
+    allowed_hosts: frozenset[str] | None = None  # None: any Host (the check is off)
 
 
 @dataclass
@@ -81,7 +86,7 @@ class RunnerView:
     token_hash: str = ""
     online_instance: str | None = None
     online_epoch: str | None = None
-    retired: frozenset[str] = field(default_factory=frozenset)
+    retired: AbstractSet[str] = field(default_factory=frozenset)  # read-only here
     retired_limit: int = 256
 
 
@@ -103,6 +108,12 @@ def _bearer_ok(ask: Ask, view: RunnerView) -> bool:
 # Each gate: (name, check) where check(ask, view, actions) -> Refusal | None and may append
 # actions. The view is updated in place by actions that the *following* gates must see.
 Gate = Callable[[Ask, RunnerView, list[Action]], Refusal | None]
+
+
+def _g0_host(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
+    if ask.allowed_hosts is not None and (ask.host or "").lower() not in ask.allowed_hosts:
+        return Refusal(421, "invalid_host", "invalid host")
+    return None
 
 
 def _g1_auth(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
@@ -171,6 +182,7 @@ def _g9_method(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | N
 
 
 GATES: tuple[tuple[str, Gate], ...] = (
+    ("0 host", _g0_host),
     ("1 unauthorized", _g1_auth),
     ("route", _g_route),
     ("2 protocol", _g2_protocol),
@@ -185,7 +197,7 @@ GATES: tuple[tuple[str, Gate], ...] = (
 
 
 def decide(ask: Ask, view: RunnerView) -> Decision:
-    """Run gates 1-9 in order. Gate 10 (body) is ``check_body`` once the body is read."""
+    """Run gates 0-9 in order. Gate 10 (body) is ``check_body`` once the body is read."""
     actions: list[Action] = []
     for name, gate in GATES:
         refusal = gate(ask, view, actions)
@@ -219,6 +231,7 @@ def check_body(raw: bytes | None, limit: int) -> tuple[dict[str, Any] | None, Re
     return value, None
 
 
+@functools.lru_cache(maxsize=256)
 def parse_features(header: str | None) -> tuple[str, ...] | None:
     """Accepted features in header order; None when the header is absent or empty (keep stored)."""
     if header is None:

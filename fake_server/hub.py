@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from .artifacts import ArtifactUploads, PublishedArtifact
+from .artifacts import ArtifactLimits, ArtifactUploads, PublishedArtifact
 from .clock import Clock, TimerHandle
 from .commands import (
     NOT_ADMITTED,
@@ -38,8 +38,8 @@ from .commands import (
     Event,
     Lifecycle,
     Outcome,
+    Wire,
     outcome_from_result,
-    wire_size,
 )
 from .faults import Faults
 from .gates import Action, Ask, RunnerView, parse_features
@@ -92,10 +92,10 @@ class Command:
         self.kind = kind
         self.payload = payload
         self.expires_at_ms = expires_at_ms
-        self.wire: dict[str, Any] = {
+        self.wire: dict[str, Any] = Wire({
             "id": self.id, "kind": kind, "payload": payload, "expiresAt": expires_at_ms,
-        }
-        self.size = wire_size(self.wire)
+        })
+        self.size = len(self.wire.json)  # serialised once, here
         self.lifecycle = Lifecycle()
         self.next_due = 0.0
         self.account: str | None = None
@@ -226,10 +226,7 @@ class Slot:
     epochs: list[str] = field(default_factory=list)
     disconnects: list[str] = field(default_factory=list)
     online_changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def queued_bytes(self) -> int:
-        return sum(c.size for c in self.queue.values())
+    queued_bytes: int = 0  # sum of ``size`` over ``queue``; kept by ``Hub`` on add and end
 
     def wake(self) -> None:
         if self.waiter is not None:
@@ -251,6 +248,11 @@ class Hub:
         self.faults = faults
         self.slots: dict[str, Slot] = {}
         self._on_publish = on_publish
+        self._artifact_limits = ArtifactLimits(
+            max_size=limits.artifact_size, max_chunk=limits.artifact_chunk,
+            uploads_per_channel=limits.artifacts_per_channel,
+            unfinished_bytes=limits.artifact_unfinished, orphan_after=timings.artifact_orphan_after,
+        )
         self._watchdog: TimerHandle | None = None
         self.closed = False
 
@@ -259,7 +261,7 @@ class Hub:
     def slot(self, runner_id: str) -> Slot:
         s = self.slots.get(runner_id)
         if s is None:
-            s = Slot(runner_id)
+            s = Slot(runner_id, uploads=ArtifactUploads(self._artifact_limits))
             if self._on_publish is not None:
                 cb = self._on_publish
                 s.uploads.on_publish = lambda art: cb(runner_id, art)
@@ -284,7 +286,7 @@ class Hub:
             token_hash=record.token_hash if record else "",
             online_instance=s.online.instance if s and s.online else None,
             online_epoch=s.online.epoch if s and s.online else None,
-            retired=frozenset(s.retired) if s else frozenset(),
+            retired=s.retired if s else frozenset(),  # the gates never mutate it
             retired_limit=self.limits.retired_instances,
         )
 
@@ -418,8 +420,8 @@ class Hub:
         cmd = Command(runner_id, kind, payload, when_ms if expires_at_ms is None else expires_at_ms)
         if cmd.size > self.limits.single_command:
             raise CommandRefused(Outcome.failure(413, "runner_payload_limit", "command too large"))
-        pending = [c for c in s.queue.values() if not c.ended]
-        if len(pending) >= self.limits.pending_commands or s.queued_bytes + cmd.size > self.limits.queued_bytes:
+        # the queue holds only commands that have not ended (``_end`` removes them)
+        if len(s.queue) >= self.limits.pending_commands or s.queued_bytes + cmd.size > self.limits.queued_bytes:
             raise CommandRefused(Outcome.failure(429, "runner_busy", "runner busy"))
         cmd.account = acc.name if acc else None
         cmd.auth_version = acc.authorization_version if acc else 0
@@ -429,6 +431,7 @@ class Hub:
         cmd.stop_method = stop
         cmd.check_result_validity = kind == "http" and account is not None
         s.queue[cmd.id] = cmd
+        s.queued_bytes += cmd.size
         cmd.deadline_timer = self.clock.call_at(now + deadline, lambda: self.expire(cmd))
         s.wake()
         return cmd
@@ -450,7 +453,8 @@ class Hub:
     def _end(self, s: Slot, cmd: Command, event: Event, outcome: Outcome) -> bool:
         if not cmd.lifecycle.apply(event):
             return False
-        s.queue.pop(cmd.id, None)
+        if s.queue.pop(cmd.id, None) is not None:
+            s.queued_bytes -= cmd.size
         for t in (cmd.deadline_timer, cmd.redeliver_timer):
             if t is not None:
                 t.cancel()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from .commands import poll_json
 from .gates import RUNNER_ID_RE, Ask, body_limit, check_body, decide
 from .history import Exchange, digest
 
@@ -29,10 +30,10 @@ NO_STORE = {"Cache-Control": "no-store"}
 _DRAIN_CAP = 256 * 1024 * 1024
 
 
-def _json(status: int, body: dict[str, Any]) -> web.Response:
+def _json(status: int, body: dict[str, Any], raw: bytes | None = None) -> web.Response:
     return web.Response(
         status=status,
-        body=json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
+        body=raw if raw is not None else json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
         content_type="application/json",
         headers=NO_STORE,
     )
@@ -90,8 +91,10 @@ def make_handler(cp: ControlPlane) -> Callable[[web.Request], Awaitable[web.Stre
     return handle
 
 
-def _answer(cp: ControlPlane, ex: Exchange, runner_id: str, status: int, body: dict[str, Any]) -> web.Response:
-    resp = _json(status, body)
+def _answer(
+    cp: ControlPlane, ex: Exchange, runner_id: str, status: int, body: dict[str, Any], raw: bytes | None = None
+) -> web.Response:
+    resp = _json(status, body, raw)
     ex.status = status
     ex.code = body.get("code") if status >= 400 else None
     ex.response_body = body
@@ -130,6 +133,8 @@ async def _handle(
         epoch=h.get("x-runner-epoch"),
         reset=h.get("x-runner-reset") == "1",
         features=h.get("x-runner-features"),
+        host=h.get("Host"),
+        allowed_hosts=cp.allowed_hosts,
     )
     decision = decide(ask, hub.view(record, runner_id))
     online, created = None, False
@@ -142,7 +147,8 @@ async def _handle(
 
     if route == "poll":
         status, body = await hub.poll(runner_id, online, created)
-        return _answer(cp, ex, runner_id, status, body)
+        raw = poll_json(body["epoch"], body["commands"]) if status == 200 else None
+        return _answer(cp, ex, runner_id, status, body, raw)
 
     limit = body_limit(route, cp.limits.request_body, cp.limits.desktop_body)
     raw = await _read_limited(request, limit)

@@ -7,6 +7,11 @@ Rules:
   the check and the insert run in one ``BEGIN IMMEDIATE`` transaction, so two admins racing
   cannot both win.
 - Records survive a restart of the fake server as long as the same db path is used.
+- Runner, account and source records are cached in memory once read (the machine API reads
+  them on every request). SQLite stays the source of truth: a new ``Store`` starts empty, and
+  every write through this API drops the written record from the cache *after* the write, and
+  bumps a generation counter so that a read racing a write never caches what it read. Writes
+  that bypass this API are not seen by an open ``Store``.
 """
 
 from __future__ import annotations
@@ -192,6 +197,15 @@ class Store:
         self._db = db
         self.path = path
         self._lock = asyncio.Lock()
+        self._runners: dict[str, RunnerRecord] = {}
+        self._accounts: dict[str, AccountRecord] = {}
+        self._sources: dict[str, SourceRecord] = {}
+        self._generation = 0
+
+    def _forget(self, cache: dict[str, Any], key: str) -> None:
+        """Called after every write: drop the record; reads in flight will not cache theirs."""
+        self._generation += 1
+        cache.pop(key, None)
 
     @classmethod
     async def open(cls, path: str | Path) -> Store:
@@ -265,12 +279,23 @@ class Store:
             except BaseException:
                 await self._db.execute("ROLLBACK")
                 raise
+            finally:
+                self._forget(self._runners, record.id)
         return record, token
 
     async def get_runner(self, runner_id: str) -> RunnerRecord | None:
+        hit = self._runners.get(runner_id)
+        if hit is not None:
+            return hit
+        gen = self._generation
         cur = await self._db.execute("SELECT * FROM runners WHERE id = ?", (runner_id,))
         row = await cur.fetchone()
-        return None if row is None else _runner(row)
+        if row is None:
+            return None
+        record = _runner(row)
+        if gen == self._generation:
+            self._runners[runner_id] = record
+        return record
 
     async def list_runners(self) -> list[RunnerRecord]:
         cur = await self._db.execute("SELECT * FROM runners ORDER BY seq")
@@ -278,22 +303,31 @@ class Store:
 
     async def disable_runner(self, runner_id: str) -> bool:
         async with self._lock:
-            cur = await self._db.execute(
-                "UPDATE runners SET enabled = 0 WHERE id = ?", (runner_id,)
-            )
+            try:
+                cur = await self._db.execute(
+                    "UPDATE runners SET enabled = 0 WHERE id = ?", (runner_id,)
+                )
+            finally:
+                self._forget(self._runners, runner_id)
             return (cur.rowcount or 0) > 0
 
     async def set_runner_profiles(self, runner_id: str, profiles: Sequence[str]) -> None:
         async with self._lock:
-            await self._db.execute(
-                "UPDATE runners SET allowed_profiles = ? WHERE id = ?", (_dump(profiles), runner_id)
-            )
+            try:
+                await self._db.execute(
+                    "UPDATE runners SET allowed_profiles = ? WHERE id = ?", (_dump(profiles), runner_id)
+                )
+            finally:
+                self._forget(self._runners, runner_id)
 
     async def set_runner_features(self, runner_id: str, features: Sequence[str]) -> None:
         async with self._lock:
-            await self._db.execute(
-                "UPDATE runners SET features = ? WHERE id = ?", (_dump(features), runner_id)
-            )
+            try:
+                await self._db.execute(
+                    "UPDATE runners SET features = ? WHERE id = ?", (_dump(features), runner_id)
+                )
+            finally:
+                self._forget(self._runners, runner_id)
 
     # -- accounts --------------------------------------------------------------------------
 
@@ -313,31 +347,49 @@ class Store:
             )
             row = await cur.fetchone()
             version = 1 if row is None else int(row[0]) + 1
-            await self._db.execute(
-                "INSERT OR REPLACE INTO accounts (name, allowed_profiles, is_admin,"
-                " authorization_version, active, password_hash) VALUES (?, ?, ?, ?, 1, ?)",
-                (name, _dump(allowed_profiles), int(is_admin), version, pw),
-            )
+            try:
+                await self._db.execute(
+                    "INSERT OR REPLACE INTO accounts (name, allowed_profiles, is_admin,"
+                    " authorization_version, active, password_hash) VALUES (?, ?, ?, ?, 1, ?)",
+                    (name, _dump(allowed_profiles), int(is_admin), version, pw),
+                )
+            finally:
+                self._forget(self._accounts, name)
         return AccountRecord(name, tuple(allowed_profiles), is_admin, version, True)
 
     async def get_account(self, name: str) -> AccountRecord | None:
+        hit = self._accounts.get(name)
+        if hit is not None:
+            return hit
+        gen = self._generation
         cur = await self._db.execute("SELECT * FROM accounts WHERE name = ?", (name,))
         row = await cur.fetchone()
-        return None if row is None else _account(row)
+        if row is None:
+            return None
+        record = _account(row)
+        if gen == self._generation:
+            self._accounts[name] = record
+        return record
 
     async def set_account_profiles(self, name: str, profiles: Sequence[str]) -> None:
         async with self._lock:
-            await self._db.execute(
-                "UPDATE accounts SET allowed_profiles = ? WHERE name = ?", (_dump(profiles), name)
-            )
+            try:
+                await self._db.execute(
+                    "UPDATE accounts SET allowed_profiles = ? WHERE name = ?", (_dump(profiles), name)
+                )
+            finally:
+                self._forget(self._accounts, name)
 
     async def bump_authorization(self, name: str) -> int:
         """Increase the account's authorization version; returns the new version (0 if unknown)."""
         async with self._lock:
-            await self._db.execute(
-                "UPDATE accounts SET authorization_version = authorization_version + 1 WHERE name = ?",
-                (name,),
-            )
+            try:
+                await self._db.execute(
+                    "UPDATE accounts SET authorization_version = authorization_version + 1 WHERE name = ?",
+                    (name,),
+                )
+            finally:
+                self._forget(self._accounts, name)
             cur = await self._db.execute(
                 "SELECT authorization_version FROM accounts WHERE name = ?", (name,)
             )
@@ -346,9 +398,12 @@ class Store:
 
     async def set_account_active(self, name: str, active: bool) -> None:
         async with self._lock:
-            await self._db.execute(
-                "UPDATE accounts SET active = ? WHERE name = ?", (int(active), name)
-            )
+            try:
+                await self._db.execute(
+                    "UPDATE accounts SET active = ? WHERE name = ?", (int(active), name)
+                )
+            finally:
+                self._forget(self._accounts, name)
 
     async def check_password(self, name: str, password: str) -> AccountRecord | None:
         """The account if ``password`` matches (constant time, even for unknown names)."""
@@ -367,9 +422,18 @@ class Store:
         return [_source(r) for r in await cur.fetchall()]
 
     async def get_source(self, source_id: str) -> SourceRecord | None:
+        hit = self._sources.get(source_id)
+        if hit is not None:
+            return hit
+        gen = self._generation
         cur = await self._db.execute("SELECT * FROM sources WHERE id = ?", (source_id,))
         row = await cur.fetchone()
-        return None if row is None else _source(row)
+        if row is None:
+            return None
+        record = _source(row)
+        if gen == self._generation:
+            self._sources[source_id] = record
+        return record
 
     async def add_source(
         self,
@@ -380,11 +444,14 @@ class Store:
         allowed_profiles: Sequence[str] | None = None,
     ) -> SourceRecord:
         async with self._lock:
-            await self._db.execute(
-                "INSERT OR REPLACE INTO sources (id, name, paired, allowed_profiles)"
-                " VALUES (?, ?, ?, ?)",
-                (source_id, name, int(paired), _dump(allowed_profiles)),
-            )
+            try:
+                await self._db.execute(
+                    "INSERT OR REPLACE INTO sources (id, name, paired, allowed_profiles)"
+                    " VALUES (?, ?, ?, ?)",
+                    (source_id, name, int(paired), _dump(allowed_profiles)),
+                )
+            finally:
+                self._forget(self._sources, source_id)
         return SourceRecord(
             source_id, name, paired, None if allowed_profiles is None else tuple(allowed_profiles)
         )

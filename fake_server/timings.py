@@ -19,6 +19,7 @@ class Timings:
     bind_deadline: float = 70.0
     extract_deadline: float = 120.0
     admin_session_ttl: float = 12 * 3600.0
+    artifact_orphan_after: float = 300.0  # ours: idle uploads dropped by the watchdog sweep
 
 
 @dataclass(frozen=True)
@@ -35,4 +36,8 @@ class Limits:
     tool_calls_per_lease: int = 128
     channels_per_runner: int = 64
     leases_per_runner: int = 64
+    artifact_size: int = 25 * MIB
+    artifact_chunk: int = 1 * MIB
+    artifacts_per_channel: int = 8
+    artifact_unfinished: int = 64 * MIB
     result_error_text: int = 1000

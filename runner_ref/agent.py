@@ -55,6 +55,14 @@ Reply = dict[str, Any]
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
+def result_body(cid: str, reply: Reply, encoded: str | None) -> bytes:
+    """The ``result`` route's body ``{"id", "result"|"error"}``; the reply's JSON text (as the
+    ledger stores it) is spliced in rather than encoded again."""
+    if encoded is not None and encoded.startswith("{") and len(encoded) > 2:
+        return f'{{"id":{json.dumps(cid)},{encoded[1:]}'.encode()
+    return json.dumps({"id": cid, **reply}, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def error_reply(code: str, message: str) -> Reply:
     return {"error": {"message": message[: timings.ERROR_TEXT_CAP], "code": code}}
 
@@ -87,7 +95,8 @@ class Agent:
         self._tasks: set[asyncio.Task[None]] = set()
         self._stop = stop if stop is not None else asyncio.Event()
         self._reset_requested = False
-        self._kick = asyncio.Event()
+        self._poll_task: asyncio.Future[dict[str, Any]] | None = None
+        self._poll_cut = False
         self._connected = False
         self._last_status: str | None = None
         self._retire = RetireCounter(timings.RETIRE_EVERY_COMMANDS)
@@ -95,11 +104,19 @@ class Agent:
     # -- lifecycle ---------------------------------------------------------------------------
     def stop(self) -> None:
         self._stop.set()
+        self._cut_poll()
 
     def request_reset(self) -> None:
         """Something failed that needs a local disconnect and a reset poll."""
         self._reset_requested = True
-        self._kick.set()
+        self._cut_poll()
+
+    def _cut_poll(self) -> None:
+        """End the hanging poll now (a stop, or a reset request)."""
+        task = self._poll_task
+        if task is not None and not task.done():
+            self._poll_cut = True
+            task.cancel()
 
     def _status(self, message: str) -> None:
         if message != self._last_status:
@@ -108,10 +125,18 @@ class Agent:
 
     async def run(self) -> int:
         """Poll until stopped (→ 0) or unauthorized (→ 1)."""
-        await self._retire_now()
-        code = await self._poll_loop()
+        watcher = asyncio.create_task(self._watch_stop())
+        try:
+            await self._retire_now()
+            code = await self._poll_loop()
+        finally:
+            watcher.cancel()
         await self._shutdown()
         return code
+
+    async def _watch_stop(self) -> None:
+        await self._stop.wait()
+        self._cut_poll()
 
     async def _retire_now(self) -> None:
         with contextlib.suppress(Exception):
@@ -120,7 +145,6 @@ class Agent:
     async def _poll_loop(self) -> int:
         reset = True
         while not self._stop.is_set():
-            self._kick.clear()
             if self._reset_requested:
                 self._reset_requested = False
                 if not reset:
@@ -155,21 +179,20 @@ class Agent:
         return 0
 
     async def _until_stopped(self, coro: Awaitable[dict[str, Any]]) -> dict[str, Any] | None:
-        """The poll's answer; None if a stop or a reset request cut it short."""
+        """The poll's answer; None if a stop or a reset request cut it short (they cancel the
+        poll task through :meth:`_cut_poll`; no helper tasks per poll)."""
         task = asyncio.ensure_future(coro)
-        stopper = asyncio.ensure_future(self._stop.wait())
-        kicker = asyncio.ensure_future(self._kick.wait())
+        self._poll_task, self._poll_cut = task, False
+        if self._stop.is_set() or self._reset_requested:
+            self._cut_poll()
         try:
-            await asyncio.wait({task, stopper, kicker}, return_when=asyncio.FIRST_COMPLETED)
+            return await task
+        except asyncio.CancelledError:
+            if not self._poll_cut:
+                raise   # the agent itself is being cancelled
+            return None
         finally:
-            stopper.cancel()
-            kicker.cancel()
-        if task.done():
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
-        return None
+            self._poll_task, self._poll_cut = None, False
 
     async def _disconnect_local(self) -> None:
         self._connected = False
@@ -201,28 +224,34 @@ class Agent:
     async def _deliver(self, cmd: dict[str, Any], epoch: str) -> None:
         cid = cmd["id"]
         try:
-            reply = await self.handle(cmd, epoch)
+            reply, encoded = await self._handle(cmd, epoch)
             with contextlib.suppress(ServerError):
-                await self.control.post("result", {"id": cid, **reply}, epoch=epoch)
+                await self.control.post_encoded("result", result_body(cid, reply, encoded),
+                                                epoch=epoch)
         finally:
             self._handling.discard(cid)
 
     async def handle(self, cmd: dict[str, Any], epoch: str) -> Reply:
         """The ledger's answer to one delivery (§4)."""
+        return (await self._handle(cmd, epoch))[0]
+
+    async def _handle(self, cmd: dict[str, Any], epoch: str) -> tuple[Reply, str | None]:
+        """The reply, and its JSON text when the ledger already holds it (so it is encoded
+        once)."""
         cid = cmd["id"]
         try:
             fp = command_fingerprint(cmd)
         except (TypeError, ValueError, RecursionError):
-            return error_reply("runner_error", "command cannot be fingerprinted")
+            return error_reply("runner_error", "command cannot be fingerprinted"), None
         flight = self._inflight.get(cid)
         if flight is not None:
             if decide(None, flight[0], fp) is Decision.CONFLICT:
-                return CONFLICT
-            return await asyncio.shield(flight[1])
+                return CONFLICT, None
+            return await asyncio.shield(flight[1]), None
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._inflight[cid] = (fp, fut)
         try:
-            reply = await self._decide_and_run(cmd, cid, fp, epoch)
+            reply, encoded = await self._decide_and_run(cmd, cid, fp, epoch)
         except BaseException:
             if not fut.done():
                 fut.set_result(UNCERTAIN)
@@ -230,33 +259,35 @@ class Agent:
         finally:
             self._inflight.pop(cid, None)
         fut.set_result(reply)
-        return reply
+        return reply, encoded
 
-    async def _decide_and_run(self, cmd: dict[str, Any], cid: str, fp: str, epoch: str) -> Reply:
+    async def _decide_and_run(self, cmd: dict[str, Any], cid: str, fp: str,
+                              epoch: str) -> tuple[Reply, str | None]:
         try:
             # the row, or None once a fresh durable `started` row was inserted (claim = the
             # "no row → start" rule done atomically; see ledger_store)
             row = await self.store.claim(cid, fp, timings.now_ms())
         except Exception:  # noqa: BLE001 - a ledger that cannot be used never runs anything
-            return UNCERTAIN
+            return UNCERTAIN, None
         decision = decide(row, None, fp)
         if decision is Decision.CONFLICT:
-            return CONFLICT
+            return CONFLICT, None
         if decision is Decision.UNCERTAIN:
-            return UNCERTAIN
+            return UNCERTAIN, None
         if decision is Decision.REPLAY:
             assert row is not None and row.result is not None
             try:
                 stored: Reply = json.loads(row.result)
             except ValueError:
-                return UNCERTAIN
-            return stored
+                return UNCERTAIN, None
+            return stored, row.result
         if self._retire.tick():
             await self._retire_now()
         reply = await self._admit_and_execute(cmd, epoch)
+        encoded = json.dumps(reply, separators=(",", ":"))
         with contextlib.suppress(Exception):
-            await self.store.complete(cid, json.dumps(reply, separators=(",", ":")))
-        return reply
+            await self.store.complete(cid, encoded)
+        return reply, encoded
 
     async def _admit_and_execute(self, cmd: dict[str, Any], epoch: str) -> Reply:
         expires_at = cmd.get("expiresAt")

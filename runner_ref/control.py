@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 
 from . import timings
+from .bodies import read_capped
 from .errors import ServerError
 
 FEATURES_BASE = ("execution-context-v1", "workspace-memory-bind-v1")
@@ -32,7 +33,10 @@ def features_header(browser_enabled: bool) -> str:
 
 
 class ControlClient:
-    """Requests to the machine API; raises :class:`ServerError` for every failure."""
+    """Requests to the machine API; raises :class:`ServerError` for every failure.
+
+    Per-request work is kept small: one session, header dicts built once (per epoch for the
+    POST routes), timeouts built once, no cookie jar, bodies encoded once."""
 
     def __init__(self, server_url: str, runner_id: str, token: str, instance_id: str,
                  features: str) -> None:
@@ -43,6 +47,10 @@ class ControlClient:
             "x-runner-protocol": "1",
             "x-runner-features": features,
         }
+        self._poll_headers = {False: dict(self._headers),
+                              True: {**self._headers, "x-runner-reset": "1"}}
+        self._post_headers: dict[str | None, dict[str, str]] = {}
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._session: aiohttp.ClientSession | None = None
         self.epoch: str | None = None
 
@@ -50,15 +58,31 @@ class ControlClient:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, force_close=False),
+                cookie_jar=aiohttp.DummyCookieJar(),
                 auto_decompress=True, skip_auto_headers=("User-Agent",),
             )
         return self._session
 
+    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
+        t = self._timeouts.get(seconds)
+        if t is None:
+            t = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
+        return t
+
+    def _headers_for_post(self, epoch: str | None) -> dict[str, str]:
+        h = self._post_headers.get(epoch)
+        if h is None:
+            if len(self._post_headers) > 8:   # old epochs are never used again
+                self._post_headers.clear()
+            h = {**self._headers, "Content-Type": "application/json"}
+            if epoch is not None:
+                h["x-runner-epoch"] = epoch
+            self._post_headers[epoch] = h
+        return h
+
     async def poll(self, reset: bool) -> dict[str, Any]:
-        headers = dict(self._headers)
-        if reset:
-            headers["x-runner-reset"] = "1"
-        body = await self._request("GET", "poll", headers, None, timings.POLL_TIMEOUT)
+        body = await self._request("GET", "poll", self._poll_headers[reset], None,
+                                   timings.POLL_TIMEOUT)
         if not isinstance(body, dict) or not isinstance(body.get("epoch"), str) \
                 or not isinstance(body.get("commands", []), list):
             raise ServerError(502, "runner_request_failed", "malformed poll response")
@@ -66,12 +90,13 @@ class ControlClient:
 
     async def post(self, route: str, payload: dict[str, Any], epoch: str | None = None,
                    timeout: float | None = None) -> Any:
-        headers = dict(self._headers)
-        headers["Content-Type"] = "application/json"
-        use_epoch = epoch if epoch is not None else self.epoch
-        if use_epoch is not None:
-            headers["x-runner-epoch"] = use_epoch
         data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+        return await self.post_encoded(route, data, epoch, timeout)
+
+    async def post_encoded(self, route: str, data: bytes, epoch: str | None = None,
+                           timeout: float | None = None) -> Any:
+        """:meth:`post` with a body already encoded as a JSON object."""
+        headers = self._headers_for_post(epoch if epoch is not None else self.epoch)
         return await self._request("POST", route, headers, data,
                                    timeout if timeout is not None else timings.REQUEST_TIMEOUT)
 
@@ -80,13 +105,12 @@ class ControlClient:
         try:
             async with self._http().request(
                     method, self._base + route, headers=headers, data=data,
-                    allow_redirects=False,
-                    timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
-                raw = await resp.content.read(timings.RESPONSE_CAP + 1)
+                    allow_redirects=False, timeout=self._timeout(timeout)) as resp:
+                raw = await read_capped(resp, timings.RESPONSE_CAP)
                 status = resp.status
         except (TimeoutError, aiohttp.ClientError, OSError):
             raise ServerError(0, "runner_request_failed", "control plane unreachable") from None
-        if len(raw) > timings.RESPONSE_CAP:
+        if raw is None:
             raise ServerError(status, "runner_request_failed", "response too large")
         try:
             body = json.loads(raw) if raw else None

@@ -58,6 +58,9 @@ def _session_forbidden() -> CommandError:
     return CommandError("runner_session_forbidden", "session not owned by this channel", 403)
 
 
+CLOSE_GRACE = 0.5  # seconds the socket close may take after the interrupt budget ran out
+
+
 @dataclass
 class OwnedSession:
     profile: str
@@ -79,6 +82,7 @@ class Channel:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
+        self._closing: asyncio.Future[None] | None = None
 
     async def connect(self, hermes: HermesClient) -> None:
         ws = await hermes.ws_connect()
@@ -176,9 +180,17 @@ class Channel:
                 fut.set_exception(CommandError("runner_connection_closed", "gateway is closed", 410))
 
     async def close(self, interrupt: bool = True) -> None:
-        """Interrupt running sessions (≤ INTERRUPT_WAIT), then close the socket."""
-        if self.closed:
-            return
+        """Interrupt running sessions (≤ INTERRUPT_WAIT), then close the socket. A second
+        close (a gateway.close overtaking a 410, say) waits for the first one to finish."""
+        if self._closing is None:
+            if self.closed:
+                return
+            self._closing = asyncio.ensure_future(self._close(interrupt))
+        await asyncio.shield(self._closing)
+
+    async def _close(self, interrupt: bool) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timings.INTERRUPT_WAIT   # one budget for interrupts + close
         running = [sid for sid, s in self.sessions.items() if s.running]
         if interrupt and running and self._ws is not None and not self._ws.closed:
             with contextlib.suppress(Exception):
@@ -191,7 +203,8 @@ class Channel:
         ws = self._ws
         if ws is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(), timings.INTERRUPT_WAIT)
+                await asyncio.wait_for(ws.close(),
+                                       max(CLOSE_GRACE, deadline - loop.time()))
         for t in self._tasks:
             if t is not asyncio.current_task():
                 t.cancel()
@@ -210,6 +223,7 @@ class Gateways:
         self.leases: LeaseHooks | None = None
         self.channels: dict[str, Channel] = {}
         self._tombstones: dict[str, float] = {}
+        self._closing: dict[str, Channel] = {}   # channels whose close is in progress
         self._clock = clock
 
     # -- SessionDirectory ----------------------------------------------------------------
@@ -273,12 +287,21 @@ class Gateways:
     async def close_channel(self, connection_id: str, tombstone: bool = True) -> None:
         if tombstone:
             self._tombstone(connection_id)
-        ch = self.channels.pop(connection_id, None)
+        ch = self.channels.pop(connection_id, None) or self._closing.get(connection_id)
         if self.leases is not None:
             with contextlib.suppress(Exception):
                 await self.leases.dispose_channel(connection_id)
         if ch is not None:
+            await self._close_tracked(ch)
+
+    async def _close_tracked(self, ch: Channel) -> None:
+        """Close ``ch``; while it closes, a gateway.close for its id waits for it."""
+        self._closing[ch.id] = ch
+        try:
             await ch.close(interrupt=True)
+        finally:
+            if self._closing.get(ch.id) is ch:
+                del self._closing[ch.id]
 
     async def close(self, payload: dict[str, Any]) -> dict[str, Any]:
         cid = payload.get("connectionId")
@@ -293,7 +316,7 @@ class Gateways:
         self.channels.clear()
         for ch in chans:
             self._tombstone(ch.id)
-        await asyncio.gather(*(ch.close(interrupt=True) for ch in chans), return_exceptions=True)
+        await asyncio.gather(*(self._close_tracked(ch) for ch in chans), return_exceptions=True)
 
     async def rpc(self, payload: dict[str, Any]) -> Any:
         cid = payload.get("connectionId")

@@ -24,10 +24,12 @@ from typing import Any
 import aiohttp
 
 from . import status, timings
+from .bodies import read_capped
 from .config import HermesCredentials
 from .errors import CommandError
 
 TOKEN_HEADER = "X-Hermes-Session-Token"
+NO_HEADERS: dict[str, str] = {}
 PAGE_TOKEN_RE = re.compile(r"__HERMES_SESSION_TOKEN__\s*=\s*(\"(?:[^\"\\\r\n]|\\.){0,8192}\")")
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{20,4096}$")
 
@@ -61,6 +63,7 @@ class HermesClient:
         self._credentials = credentials
         self._session: aiohttp.ClientSession | None = None
         self._token: str | None = None
+        self._auth_headers: dict[str, str] = {}
         self._account_mode = False
         self._authed = False
         self._generation = 0
@@ -78,15 +81,16 @@ class HermesClient:
     async def _raw(self, method: str, path: str, *, params: dict[str, str] | None = None,
                    body: Any = None, cap: int = timings.HERMES_BODY_CAP,
                    auth: bool = True) -> tuple[int, dict[str, str], bytes]:
-        headers = {}
-        if auth and self._token:
-            headers[TOKEN_HEADER] = self._token
+        token = self._token if auth else None
+        if token and self._auth_headers.get(TOKEN_HEADER) != token:
+            self._auth_headers = {TOKEN_HEADER: token}   # built once per token
+        headers = self._auth_headers if token else NO_HEADERS
         try:
             async with self._http().request(method, self.base_url + path, params=params,
                                             json=body, headers=headers,
                                             allow_redirects=False) as resp:
-                data = await resp.content.read(cap + 1)
-                if len(data) > cap:
+                data = await read_capped(resp, cap)
+                if data is None:
                     raise CommandError("hermes_response_too_large",
                                        "Hermes response over the relay limit", 502)
                 return resp.status, {k.lower(): v for k, v in resp.headers.items()}, data

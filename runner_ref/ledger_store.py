@@ -106,7 +106,7 @@ class LedgerStore:
         fut: asyncio.Future[Row | None] = asyncio.get_running_loop().create_future()
         self._reads.setdefault(command_id, []).append(fut)
         self._read_wake.set()
-        return await asyncio.shield(fut)
+        return await fut   # a cancelled caller cancels only its own future (checked below)
 
     async def close(self) -> None:
         """Flush queued writes and reads, then close the connection."""
@@ -126,7 +126,9 @@ class LedgerStore:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._ops.append(_Op(kind, args, fut))
         self._wake.set()
-        return await asyncio.shield(fut)
+        # no shield: a cancelled caller cancels its own future only; the writer skips futures
+        # already done, and the row is written regardless
+        return await fut
 
     async def _write_loop(self) -> None:
         while True:

@@ -65,3 +65,31 @@ async def test_demo_runs(capsys: object) -> None:
     from fake_server.demo import _demo
 
     assert await _demo() == 0
+
+
+async def test_cli_allowed_host_and_history_cap_options(tmp_path: Path) -> None:
+    import asyncio
+    import sys
+
+    from fake_server.__main__ import _parser
+
+    args = _parser().parse_args(["--allowed-host", "cp.test:8443", "--allowed-host", "*",
+                                 "--history-max-entries", "7"])
+    assert args.allowed_host == ["cp.test:8443", "*"] and args.history_max_entries == 7
+    assert _parser().parse_args([]).allowed_host is None
+
+    p = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "fake_server", "--port", "0", "--allowed-host", "cp.test:8443",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    try:
+        assert p.stdout is not None
+        line = (await asyncio.wait_for(p.stdout.readline(), 20)).decode().strip()
+        url = line.split("url=", 1)[1]
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{url}/api/runner/v1/{'0' * 36}/poll") as r:
+                assert (r.status, (await r.json())["code"]) == (421, "invalid_host")
+            async with http.get(f"{url}/api/runner/v1/{'0' * 36}/poll", headers={"Host": "cp.test:8443"}) as r:
+                assert (r.status, (await r.json())["code"]) == (403, "runner_unauthorized")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(p.wait(), 10) == 0

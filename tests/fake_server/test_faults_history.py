@@ -42,10 +42,12 @@ async def test_delay_next_on_the_clock(cp: ControlPlane, clock: ManualClock, cli
     await client.connect()
     cp.faults.delay_next("admit", n=1, seconds=3)
     call = asyncio.create_task(client.post("admit", {"id": "x"}))
-    await until(lambda: len(cp.history.filter(route="admit")) == 1)
-    await asyncio.sleep(0.01)
-    assert not call.done()
-    clock.advance(3)
+    due = clock.now() + 3
+    await until(lambda: due in clock.pending())  # the handler sleeps on the control-plane clock
+    assert cp.history.filter(route="admit")[0].status is None  # not answered yet
+    clock.advance(2.99)
+    assert due in clock.pending()
+    clock.advance(0.01)
     assert await asyncio.wait_for(call, 5) == (200, {"allowed": False})
 
 

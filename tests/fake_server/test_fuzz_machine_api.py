@@ -38,7 +38,7 @@ KNOWN_CODES = frozenset({
     "runner_lease_expired", "idempotency_conflict", "runner_call_limit",
     "artifact_forbidden", "artifact_invalid", "artifact_limit", "artifact_missing",
     "artifact_incomplete", "artifact_digest_mismatch", "compose_desktop_forbidden",
-    "execution_grant_revoked", "team_tool_not_found",
+    "execution_grant_revoked", "team_tool_not_found", "bad_request", "request_header_too_large",
 })
 ROUTES = ["poll", "admit", "result", "event", "tool", "check", "artifact", "control-check",
           "local-vm-check", "browser-check", "desktop", "execution-context", "network-settings"]

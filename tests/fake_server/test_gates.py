@@ -198,3 +198,70 @@ async def test_unknown_route_after_auth(client: Client) -> None:
     assert (status, code(body)) == (404, "not_found")
     status, body, _ = await client.request("poll/extra")
     assert (status, code(body)) == (404, "not_found")
+
+
+ALL_FEATURES = (
+    "execution-context-v1", "vm-egress-v1", "workspace-memory-bind-v1", "hermes-computer-v2",
+    "profile-computer-v1", "host-computer-tools-v1", "file-transfer-v1", "idle-stop-policy-v1",
+    "computer-worker-v1", "artifact-chunks-v1", "helper-retirement-v1", "computer-control-v1",
+    "shared-computer-v1", "local-vm-v1", "image-options-v1", "image-ready-v1",
+    "compose-desktops-v1", "managed-browser-v1", "managed-browser-setup-v1",
+    "managed-browser-disabled-v1", "managed-browser-retention-v1", "credential-ref-v1",
+)  # §2.2, copied here on purpose: the test must not read the list from the code it checks
+
+
+async def test_gate8_feature_header_semantics(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    async def stored() -> tuple[str, ...]:
+        rec = await cp.store.get_runner(reg.runner_id)
+        assert rec is not None
+        return rec.features
+
+    # every accepted name is kept, in header order; unknown, misspelt and repeated ones dropped
+    client.features = ",".join(ALL_FEATURES[::-1]) + ",Credential-ref-v1,credential-ref-v2,,credential-ref-v1"
+    await client.connect()
+    assert await stored() == ALL_FEATURES[::-1]
+    # an absent header and an empty (or blank) one leave the stored list unchanged, on any route
+    for header in (None, "", " ", ","):
+        client.features = header
+        await client.post("admit", {"id": "x"})
+        await client.poll(reset=True)
+        assert await stored() == ALL_FEATURES[::-1], header
+    # the summary the admin API shows is the stored list
+    assert (await cp.get_runner(reg.runner_id)).summary(online=True)["features"] == list(ALL_FEATURES[::-1])  # type: ignore[union-attr]
+    # only unknown names: the header is not empty, so the (empty) accepted list is stored
+    client.features = "bogus-v1"
+    await client.post("admit", {"id": "x"})
+    assert await stored() == ()
+    # and the list survives a restart (SQLite)
+    client.features = "local-vm-v1"
+    await client.post("admit", {"id": "x"})
+    await cp.restart()
+    assert await stored() == ("local-vm-v1",)
+
+
+async def test_gate0_host_allow_list(cp: ControlPlane, client: Client) -> None:
+    port = cp.port
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}", f"[::1]:{port}"):
+        status, body, _ = await client.request("poll", reset=True, headers={"Host": host})
+        assert status == 200, (host, body)
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1", f"127.0.0.1:{port + 1}"):
+        # before everything else, even before authorization and the route check
+        for route in ("poll", "heartbeat"):
+            status, body, resp = await client.request(
+                route, headers={"Host": host, "Origin": "http://evil.example", "Authorization": None})
+            assert (status, code(body)) == (421, "invalid_host"), host
+            assert resp.headers["Cache-Control"] == "no-store"
+
+
+async def test_gate0_host_allow_list_is_configurable(client: Client) -> None:
+    async with ControlPlane(allowed_hosts=("cp.test:8443",)) as plane:
+        reg = await plane.register_runner()
+        c = Client(client.session, plane.url, reg.runner_id, reg.token)
+        assert (await c.poll(reset=True))[1]["code"] == "invalid_host"
+        status, _, _ = await c.request("poll", reset=True, headers={"Host": "CP.test:8443"})
+        assert status == 200
+    async with ControlPlane(allowed_hosts=("*",)) as plane:
+        reg = await plane.register_runner()
+        c = Client(client.session, plane.url, reg.runner_id, reg.token)
+        status, _, _ = await c.request("poll", reset=True, headers={"Host": "anything"})
+        assert status == 200

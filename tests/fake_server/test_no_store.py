@@ -4,6 +4,7 @@ internal error. A dropped connection is recorded in the history without an answe
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -62,7 +63,7 @@ async def test_every_answer_is_json_and_no_store(
     ]
     for method, route, over, data, status, code in cases:
         url = cp.url + route if route.startswith("/") else f"{base}/{route}"
-        headers = client.headers(**(over or {}))
+        headers = client.headers(**(over or {}))  # type: ignore[arg-type]
         got, body, resp = await _raw(http, method, url, headers=headers, data=data)
         assert got == status, (method, route, got, body)
         _assert_json_no_store(got, body, resp, code)
@@ -106,3 +107,33 @@ async def test_dropped_answer_is_recorded_without_status(cp: ControlPlane, clien
     assert (ex.route, ex.status, ex.fault, ex.response_body) == ("result", None, "drop", None)
     status, _, resp = await client.request("result", body={"id": "x", "result": 1})
     assert status == 200 and resp.headers["Cache-Control"] == "no-store"
+
+
+async def _raw_http(port: int, data: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 10)  # the server closes after an error
+    writer.close()
+    return answer
+
+
+@pytest.mark.parametrize(("data", "status", "code"), [
+    (b"GARBAGE\r\n\r\n", 400, "bad_request"),
+    (b"GET /api/runner/v1/x/poll HTTP/1.1\r\nHost: h\r\nBad Header\r\n\r\n", 400, "bad_request"),
+    (b"GET /api/runner/v1/x/poll HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer " + b"s" * 9000 + b"\r\n\r\n",
+     431, "request_header_too_large"),
+    (b"GET /api/runner/v1/x/poll?" + b"q" * 9000 + b" HTTP/1.1\r\nHost: h\r\n\r\n", 431, "request_header_too_large"),
+], ids=["garbage", "bad-header-line", "long-header", "long-url"])
+async def test_malformed_http_is_answered_as_json_without_echo(
+    cp: ControlPlane, client: Client, data: bytes, status: int, code: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    answer = await _raw_http(cp.port, data)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0].split(b" ")[1] == b"%d" % status, head[:80]
+    assert b"cache-control: no-store" in head.lower() and b"application/json" in head.lower()
+    assert json.loads(body) == {"error": json.loads(body)["error"], "code": code}
+    assert b"sss" not in answer and b"qqq" not in answer  # the offending bytes are never echoed
+    captured = capsys.readouterr()
+    assert "sss" not in captured.err + captured.out
+    assert (await client.poll(reset=True))[0] == 200  # and the server lives on

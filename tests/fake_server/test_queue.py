@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from fake_server_client import Client, until
 
@@ -39,10 +40,12 @@ async def test_hold_expires_on_clock(cp: ControlPlane, clock: ManualClock, clien
     await client.connect()
     poll = asyncio.create_task(client.poll())
     await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    waiter = cp.hub.slots[reg.runner_id].waiter
+    assert waiter is not None
     clock.advance(14.9)
-    await asyncio.sleep(0)
-    assert not poll.done()
+    assert not waiter.event.is_set() and cp.hub.slots[reg.runner_id].waiter is waiter  # still held
     clock.advance(0.1)
+    assert waiter.event.is_set()  # the 15 s hold fired on the clock, no real time passed
     assert await asyncio.wait_for(poll, 5) == (200, {"epoch": client.epoch, "commands": []})
 
 
@@ -75,10 +78,12 @@ async def test_redelivery_until_result(cp: ControlPlane, clock: ManualClock, cli
     assert [c["id"] for c in body["commands"]] == [handle.id]
     poll = asyncio.create_task(client.poll())  # held: nothing due
     await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    waiter = cp.hub.slots[reg.runner_id].waiter
+    assert waiter is not None
     clock.advance(4.9)
-    await asyncio.sleep(0)
-    assert not poll.done()
+    assert not waiter.event.is_set()  # not yet due
     clock.advance(0.1)
+    assert waiter.event.is_set()  # the 5 s redelivery woke the held poll
     status, body = await asyncio.wait_for(poll, 5)
     assert [c["id"] for c in body["commands"]] == [handle.id]  # offered again at 5 s
     assert handle.deliveries == 2 and len(cp.history.deliveries(handle.id)) == 2
@@ -181,6 +186,14 @@ async def test_size_limits(cp: ControlPlane, client: Client, reg: Registration) 
     assert ((await over).status, (await over).code) == (429, "runner_busy")
     under = await cp.submit(reg.runner_id, "http", {"b": "x" * (27 * MIB)})
     assert not under.done()
+    slot = cp.hub.slots[reg.runner_id]
+    assert slot.queued_bytes == fits.size + under.size == sum(c.size for c in slot.queue.values())
+    cp.faults.expire_now(fits)  # an ended command gives its bytes back
+    assert slot.queued_bytes == under.size
+    again = await cp.submit(reg.runner_id, "http", {"b": "x" * (36 * MIB - 200)})
+    assert not again.done()
+    await cp.force_watchdog(reg.runner_id)
+    assert slot.queued_bytes == 0 and not slot.queue
 
 
 async def test_batch_limit(cp: ControlPlane, client: Client, reg: Registration) -> None:
@@ -213,3 +226,28 @@ async def test_system_clock_hold_and_redelivery(make_client: Callable[..., Clien
         h = await plane.submit(reg.runner_id, "http", GET_STATUS)
         assert (await c.poll())[1]["commands"][0]["id"] == h.id
         assert (await c.poll())[1]["commands"][0]["id"] == h.id  # redelivered after 0.2 s
+
+
+async def test_poll_answer_bytes_are_the_compact_json_of_the_batch(
+    cp: ControlPlane, client: Client, reg: Registration
+) -> None:
+    """Commands are serialised once at enqueue and spliced into the answer: the bytes on the wire
+    must be exactly the compact JSON of what the history says was answered."""
+    import hashlib
+    import json
+
+    await client.connect()
+    cp.faults.duplicate_deliveries(1)
+    payloads: list[dict[str, Any]] = [GET_STATUS, {"path": "/api/status", "method": "GET", "note": "é\u2028😀\"\\"},
+                {"nested": {"a": [1, 2.5, None, True], "b": {}}}]
+    hs = [await cp.submit(reg.runner_id, "http", p) for p in payloads]
+    async with client.session.get(client.url("poll"), headers=client.headers()) as resp:
+        status, raw = resp.status, await resp.read()
+    body = json.loads(raw)
+    assert status == 200 and [c["id"] for c in body["commands"]] == [hs[0].id, hs[0].id, hs[1].id, hs[2].id]
+    assert raw == json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    assert [c["payload"] for c in body["commands"][1:]] == payloads
+    ex = cp.history.filter(route="poll")[-1]
+    assert ex.response_body == body and ex.response_digest == hashlib.sha256(raw).hexdigest()
+    assert [h.size for h in hs] == [len(json.dumps(c, separators=(",", ":"), ensure_ascii=False).encode())
+                                    for c in body["commands"][1:]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,78 @@ async def test_accounts(tmp_path: Path) -> None:
         assert got.authorization_version == 2
     finally:
         await store.close()
+
+
+async def test_records_are_cached_and_every_write_is_seen_at_once(tmp_path: Path) -> None:
+    """The cache (machine API hot path) never serves a record older than a write made through
+    the Store API; a new Store (a restart) reads SQLite again."""
+    db = tmp_path / "s.db"
+    store = await Store.open(db)
+    rec, _ = await store.create_runner(name="r", source_node_id="local", allowed_profiles=["a"], owner="x")
+    await store.create_account("al", allowed_profiles=["a"])
+    assert await store.get_runner(rec.id) is await store.get_runner(rec.id)  # served from memory
+    assert await store.get_account("al") is await store.get_account("al")
+    assert await store.get_source("local") is await store.get_source("local")
+    await store.set_runner_features(rec.id, ["local-vm-v1"])
+    await store.set_runner_profiles(rec.id, ["a", "b"])
+    got = await store.get_runner(rec.id)
+    assert got is not None and got.features == ("local-vm-v1",) and got.allowed_profiles == ("a", "b")
+    await store.disable_runner(rec.id)
+    assert not (await store.get_runner(rec.id)).enabled  # type: ignore[union-attr]
+    await store.set_account_profiles("al", ["b"])
+    assert (await store.get_account("al")).allowed_profiles == ("b",)  # type: ignore[union-attr]
+    v = await store.bump_authorization("al")
+    assert (await store.get_account("al")).authorization_version == v  # type: ignore[union-attr]
+    await store.set_account_active("al", False)
+    assert not (await store.get_account("al")).active  # type: ignore[union-attr]
+    await store.create_account("al", allowed_profiles=["c"])  # replaced
+    assert (await store.get_account("al")).allowed_profiles == ("c",)  # type: ignore[union-attr]
+    await store.get_source("n1")
+    await store.add_source("n1", "node", allowed_profiles=["a"])
+    assert (await store.get_source("n1")).allowed_profiles == ("a",)  # type: ignore[union-attr]
+    await store.add_source("n1", "node", allowed_profiles=None)
+    assert (await store.get_source("n1")).allowed_profiles is None  # type: ignore[union-attr]
+    # unknown names are never cached: a later create is seen
+    assert await store.get_account("bo") is None
+    await store.create_account("bo", allowed_profiles=["a"])
+    assert await store.get_account("bo") is not None
+    # a read racing a write never caches the old row
+    await store.close()
+    store = await Store.open(db)
+    try:
+        reads = [asyncio.create_task(store.get_runner(rec.id)) for _ in range(3)]
+        write = asyncio.create_task(store.set_runner_profiles(rec.id, ["z"]))
+        await asyncio.gather(*reads, write)
+        assert (await store.get_runner(rec.id)).allowed_profiles == ("z",)  # type: ignore[union-attr]
+        accs = [asyncio.create_task(store.get_account("al")) for _ in range(3)]
+        bump = asyncio.create_task(store.bump_authorization("al"))
+        await asyncio.gather(*accs, bump)
+        assert (await store.get_account("al")).authorization_version == bump.result()  # type: ignore[union-attr]
+    finally:
+        await store.close()
+
+
+async def test_features_are_written_only_when_they_change() -> None:
+    import aiohttp
+    from fake_server_client import Client
+
+    from fake_server import ControlPlane, ManualClock
+
+    async with ControlPlane(clock=ManualClock()) as cp, aiohttp.ClientSession() as http:
+        reg = await cp.register_runner()
+        writes: list[tuple[str, ...]] = []
+        real = cp.store.set_runner_features
+
+        async def counting(runner_id: str, features: Sequence[str]) -> None:
+            writes.append(tuple(features))
+            await real(runner_id, features)
+
+        cp.store.set_runner_features = counting  # type: ignore[method-assign]
+        c = Client(http, cp.url, reg.runner_id, reg.token, features="credential-ref-v1,local-vm-v1")
+        await c.connect()
+        for _ in range(5):
+            await c.post("admit", {"id": "x"})
+        c.features = "local-vm-v1, credential-ref-v1"  # same names, other order: a change
+        await c.post("admit", {"id": "x"})
+        await c.post("admit", {"id": "x"})
+        assert writes == [("credential-ref-v1", "local-vm-v1"), ("local-vm-v1", "credential-ref-v1")]

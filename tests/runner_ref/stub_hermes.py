@@ -17,6 +17,7 @@ class StubHermes:
         self.hits: Counter[str] = Counter()
         self.hold = False
         self.body_size: int | None = None  # GET /api/config answers exactly this many bytes
+        self.chunked = False               # ... without a Content-Length (chunked)
         self.arrived = asyncio.Event()
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -55,7 +56,7 @@ class StubHermes:
     async def _status(self, request: web.Request) -> web.Response:
         return web.json_response({"version": "0.19.0", "auth_required": False})
 
-    async def _api(self, request: web.Request) -> web.Response:
+    async def _api(self, request: web.Request) -> web.StreamResponse:
         if request.headers.get("X-Hermes-Session-Token") != self.token:
             return web.json_response({"detail": "Unauthorized"}, status=401)
         key = request.path + ("?" + request.query.get("n", "") if "n" in request.query else "")
@@ -65,7 +66,18 @@ class StubHermes:
             if self.hold:
                 await self._release.wait()
         if request.path == "/api/config" and self.body_size is not None:
-            return web.Response(body=b"x" * self.body_size, content_type="application/json")
+            if not self.chunked:
+                return web.Response(body=b"x" * self.body_size, content_type="application/json")
+            resp = web.StreamResponse()
+            resp.enable_chunked_encoding()
+            await resp.prepare(request)
+            left = self.body_size
+            while left > 0:
+                n = min(left, 1 << 20)
+                await resp.write(b"x" * n)
+                left -= n
+            await resp.write_eof()
+            return resp
         return web.json_response({"path": request.path, "query": dict(request.query),
                                   "profiles": [{"name": "default"}]},
                                  dumps=lambda o: json.dumps(o))

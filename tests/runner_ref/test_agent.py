@@ -119,3 +119,19 @@ async def test_disconnected_runner_fails_plainly(h: Harness) -> None:
     h.agent._connected = False
     out = await h.agent.handle(cmd("d"), "e1")
     assert out["error"]["code"] == "runner_error" and h.executions == []
+
+
+async def test_retirement_at_every_256th_new_command(h: Harness) -> None:
+    calls: list[int] = []
+    real = h.agent.store.retire
+
+    async def spy(now_ms: int, after_ms: int) -> None:
+        calls.append(len(h.executions))
+        assert after_ms == 3_600_000
+        await real(now_ms, after_ms)
+
+    h.agent.store.retire = spy  # type: ignore[method-assign]
+    for i in range(600):
+        await h.agent.handle(cmd(f"n{i}"), "e1")
+        await h.agent.handle(cmd(f"n{i}"), "e1")   # a replay is not a new command
+    assert calls == [255, 511], calls

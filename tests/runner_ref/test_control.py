@@ -1,6 +1,7 @@
 """The machine-API client against a real loopback aiohttp server: headers, errors, odd bodies."""
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -91,3 +92,16 @@ async def test_malformed_poll_and_unreachable(server: Any) -> None:
         await dead.poll(reset=True)
     assert info.value.status == 0 and TOKEN not in str(info.value)
     await dead.close()
+
+
+async def test_large_poll_read_whole(server: Any) -> None:
+    """A poll batch far over one socket read (64 KiB) is read whole, not cut."""
+    url, _seen, answer = server
+    cmd = {"id": "c1", "kind": "http", "payload": {"pad": "p" * 3_000_000}, "expiresAt": 1}
+    answer["body"] = json.dumps({"epoch": "e1", "commands": [cmd] * 4})
+    c = ControlClient(url, RID, TOKEN, "inst-1", features_header(True))
+    try:
+        body = await c.poll(reset=False)
+        assert body["commands"] == [cmd] * 4
+    finally:
+        await c.close()

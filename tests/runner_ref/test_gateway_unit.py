@@ -85,3 +85,56 @@ async def test_open_refusals() -> None:
     assert info.value.code == "runner_connection_closed"
     await gw.close_all()
     assert not gw.channels
+
+
+async def test_tombstones_last_60_seconds() -> None:
+    now = [1000.0]
+    hermes = SlowHermes()
+    hermes.release.set()
+    gw = Gateways(hermes, ("default",), _post, lambda: None,  # type: ignore[arg-type]
+                  clock=lambda: now[0])
+    assert await gw.open({"connectionId": "c"}) == {"ok": True}
+    assert await gw.close({"connectionId": "c"}) == {"ok": True}
+    now[0] += 59.9
+    with pytest.raises(CommandError, match="closed"):
+        await gw.open({"connectionId": "c"})
+    now[0] += 0.2
+    assert await gw.open({"connectionId": "c"}) == {"ok": True}
+    await gw.close_all()
+
+
+class HangingWS(FakeWS):
+    """Accepts every request and never answers (a Hermes stuck on the interrupt)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+    async def send_str(self, data: str) -> None:
+        self.sent.append(data)
+
+
+async def test_gateway_close_waits_for_a_close_already_in_progress(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner_ref import timings
+    from runner_ref.gateway import OwnedSession
+    monkeypatch.setattr(timings, "INTERRUPT_WAIT", 0.3)
+    ws = HangingWS()
+
+    class Hermes:
+        async def ws_connect(self) -> HangingWS:
+            return ws
+
+    gw = Gateways(Hermes(), ("default",), _post, lambda: None)  # type: ignore[arg-type]
+    await gw.open({"connectionId": "c"})
+    gw.channels["c"].sessions["s1"] = OwnedSession("default", None, running=True)
+    first = asyncio.create_task(gw.close_channel("c"))   # e.g. the 410 path
+    while not ws.sent:
+        await asyncio.sleep(0.001)
+    assert "session.interrupt" in ws.sent[0]
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    assert await gw.close({"connectionId": "c"}) == {"ok": True}
+    assert loop.time() - t0 >= 0.2 and ws.closed   # it waited for the first close to end
+    await first
+    assert len(ws.sent) == 1                          # one interrupt, not two

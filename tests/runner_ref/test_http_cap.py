@@ -15,9 +15,11 @@ CAP = 8 * 1024 * 1024
 GET_CONFIG = {"path": "/api/config", "method": "GET", "search": "?profile=default"}
 
 
-async def test_8_mib_relayed_one_byte_more_refused() -> None:
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_8_mib_relayed_one_byte_more_refused(chunked: bool) -> None:
     assert timings.HERMES_BODY_CAP == CAP
     async with StubHermes() as stub:
+        stub.chunked = chunked
         hermes = HermesClient(stub.url, None)
         try:
             stub.body_size = CAP

@@ -22,6 +22,8 @@ async def test_token_refreshed_after_401(tmp_path: Path) -> None:
         out = await r.cp.command(r.runner_id, "http", cmd, account="alice")
         assert out.ok and hermes.hits["/api/config?2"] == 1
         assert old.encode() not in r.all_output() and hermes.token.encode() not in r.all_output()
+        sent = repr([ex.request_body for ex in r.cp.history])   # nor to the control plane
+        assert old not in sent and hermes.token not in sent
 
 
 async def test_hermes_down_fails_only_that_command(tmp_path: Path) -> None:
@@ -48,3 +50,6 @@ async def test_account_mode_http_and_gateway(tmp_path: Path) -> None:
             assert made.ok
             assert hermes.effects.count("auth.login") >= 1
             assert PASSWORD.encode() not in r.all_output()
+            sent = repr([ex.request_body for ex in r.cp.history])   # hermesCredentials never
+            assert PASSWORD not in sent                               # reach the control plane
+            assert "hermes_session" not in sent.lower() and "set-cookie" not in sent.lower()

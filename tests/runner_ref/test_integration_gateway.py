@@ -109,6 +109,26 @@ async def test_close_interrupts_running_session_fast(tmp_path: Path) -> None:
         assert hit.session_id == sid
 
 
+async def test_close_within_3s_when_hermes_holds_the_interrupt(tmp_path: Path) -> None:
+    env = {"RUNNER_REF_TEST_INTERRUPT_WAIT": "3"}   # the protocol's own 3 s budget
+    async with ScriptedHermes(SCRIPT) as hermes, rig(tmp_path, hermes.url, env=env) as r:
+        cp = r.cp
+        ch = await cp.open_channel(r.runner_id, account="alice", profile="default")
+        sid = await create_session(cp, ch)
+        assert (await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})).ok
+        await ch.next_event("message.delta", timeout=10)
+        pause = hermes.pause_at("before session.interrupt")   # Hermes never answers in time
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        closed = await cp.close_channel(ch)
+        elapsed = loop.time() - t0
+        assert closed.ok and closed.result == {"ok": True}
+        assert 2.5 <= elapsed < 3.9, elapsed    # waited for the interrupt, but ≤ 3 s (+ slack)
+        await pause.reached(timeout=1)
+        await hermes.effects.wait_for("ws.closed", timeout=5)
+        pause.release()
+
+
 async def test_slow_rpc_never_blocks_close(tmp_path: Path) -> None:
     async with ScriptedHermes(SCRIPT) as hermes, rig(tmp_path, hermes.url) as r:
         cp = r.cp

@@ -2,6 +2,7 @@
 the model's tool calls over the loopback listener → relayed through ``tool`` → lease.close."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +49,22 @@ async def test_lease_lifecycle_and_relay(tmp_path: Path) -> None:
         closed = await cp.close_lease(lease)
         assert closed.ok
         await hermes.effects.wait_for("unbind", timeout=5)
+
+
+async def test_sigterm_disposes_leases_and_closes_channels(tmp_path: Path) -> None:
+    async with ScriptedHermes("team") as hermes, rig(tmp_path, hermes.url) as r:
+        cp = r.cp
+        ch = await cp.open_channel(r.runner_id, account="alice", profile="default")
+        made = await cp.rpc(ch, "session.create", {"profile": "default", "title": "team"})
+        assert made.ok
+        session = {"runtimeId": made.result["session_id"],
+                   "storedId": made.result["stored_session_id"]}
+        lease = await cp.create_lease(ch, profile="default", session=session, tools=TOOLS)
+        assert (await cp.bind_lease(lease)).ok
+        await hermes.effects.wait_for("bind", timeout=5)
+        assert hermes.effects.count("unbind") == 0
+        r.runner.signal(signal.SIGTERM)
+        assert await r.runner.wait(10) == 0
+        assert "stopped" in r.runner.stderr()
+        await hermes.effects.wait_for("unbind", timeout=5)    # the lease was disposed
+        await hermes.effects.wait_for("ws.closed", timeout=5)  # and the channel closed

@@ -1,0 +1,1 @@
+"""Benchmarks: figures beside floors measured in the same run (docs/bench.md)."""
