@@ -293,7 +293,8 @@ async def drive(cp: ControlPlane, variant: str, n: int, concurrency: int, send: 
     failures: dict[str, int] = {}
     stamps: dict[str, tuple[float, float]] = {}  # command id → (submitted, answered), wall clock
     next_index = 0
-    first_entry = len(cp.history)
+    # the poll hanging when the phase starts began before it: look at every exchange and keep
+    # the ones about this phase's commands (and the polls answered during the phase)
 
     async def worker() -> None:
         nonlocal next_index
@@ -309,13 +310,14 @@ async def drive(cp: ControlPlane, variant: str, n: int, concurrency: int, send: 
                 key = f"{outcome.status} {outcome.code}"
                 failures[key] = failures.get(key, 0) + 1
 
-    began = time.perf_counter()
+    began, began_wall = time.perf_counter(), time.time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    wall = time.perf_counter() - began
+    wall, ended_wall = time.perf_counter() - began, time.time()
     cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / n for name, pid in pids.items()}
-    entries = cp.history.entries[first_entry:]
+    entries = cp.history.entries
     delivered = sum(1 for ex in entries for cmd in ex.commands if cmd.get("id") in stamps)
-    polls = sum(1 for ex in entries if ex.route == "poll")
+    polls = sum(1 for ex in entries if ex.route == "poll" and ex.end_time is not None
+                and began_wall <= ex.end_time <= ended_wall)
     return Run(variant, concurrency, n / wall, Latency.of(latencies), failures, wall,
                breakdown(entries, stamps), cpu, delivered / n, polls / n)
 

@@ -236,3 +236,21 @@ async def test_sigterm_interrupts_running_sessions(tmp_path: Path) -> None:
         hit = await hermes.effects.wait_for("session.interrupted", timeout=5)
         assert hit.session_id == sid
         await hermes.effects.wait_for("ws.closed", timeout=5)
+
+
+async def test_event_post_failure_other_than_410_disconnects_the_runner(tmp_path: Path) -> None:
+    async with ScriptedHermes(SCRIPT) as hermes, rig(tmp_path, hermes.url) as r:
+        cp = r.cp
+        ch = await cp.open_channel(r.runner_id, account="alice", profile="default")
+        sid = await create_session(cp, ch)
+        resets_before = sum(1 for ex in cp.history if ex.route == "poll" and ex.reset)
+        cp.faults.fail_next("event", status=503, code="service_updating")
+        # the prompt's own outcome races the disconnect (ok, or 503 runner_offline once the
+        # reset poll dropped the runner's online state); what matters is what follows
+        await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})
+        await hermes.effects.wait_for("ws.closed", timeout=10)   # local disconnect: channel gone
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 10
+        while sum(1 for ex in cp.history if ex.route == "poll" and ex.reset) <= resets_before:
+            assert loop.time() < end, "no reset poll after the failed event post"
+            await asyncio.sleep(0.02)
