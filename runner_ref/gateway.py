@@ -336,13 +336,13 @@ class Gateways:
         sid = params.get("session_id")
         if not isinstance(sid, str) or sid not in ch.sessions:
             raise _session_forbidden()
+        if method == "prompt.submit":
+            # running from the moment the prompt is sent: a close that overtakes the reply
+            # still interrupts, and a turn whose message.complete beats the reply ends idle
+            ch.sessions[sid].running = True
         result = await ch.call(method, params)
-        owned = ch.sessions.get(sid)
-        if owned is not None:
-            if method == "prompt.submit":
-                owned.running = True
-            elif method == "session.close":
-                ch.sessions.pop(sid, None)
+        if method == "session.close":
+            ch.sessions.pop(sid, None)
         return result
 
     async def _open_session(self, ch: Channel, method: str, params: dict[str, Any]) -> Any:

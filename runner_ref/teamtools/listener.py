@@ -92,8 +92,7 @@ class LoopbackListener:
                             max_headers=self._timings.max_headers)
         runner = web.ServerRunner(server, shutdown_timeout=self._timings.shutdown)
         await runner.setup()
-        site = web.TCPSite(runner, gates.ALLOWED_PEER, 0,
-                           shutdown_timeout=self._timings.shutdown)
+        site = web.TCPSite(runner, gates.ALLOWED_PEER, 0)
         try:
             await site.start()
         except BaseException:

@@ -254,3 +254,19 @@ async def test_event_post_failure_other_than_410_disconnects_the_runner(tmp_path
         while sum(1 for ex in cp.history if ex.route == "poll" and ex.reset) <= resets_before:
             assert loop.time() < end, "no reset poll after the failed event post"
             await asyncio.sleep(0.02)
+
+
+async def test_close_overtaking_a_prompt_reply_still_interrupts(tmp_path: Path) -> None:
+    """A prompt whose reply has not come back yet counts as running: the close interrupts it."""
+    async with ScriptedHermes(SCRIPT) as hermes, rig(tmp_path, hermes.url) as r:
+        cp = r.cp
+        ch = await cp.open_channel(r.runner_id, account="alice", profile="default")
+        sid = await create_session(cp, ch)
+        pause = hermes.pause_at("before prompt.submit")   # Hermes holds the request, no reply
+        prompt = await cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})
+        await pause.reached(timeout=10)
+        closing = asyncio.ensure_future(cp.close_channel(ch))
+        await hermes.effects.wait_for("session.interrupted", timeout=5, session_id=sid)
+        pause.release()
+        assert (await asyncio.wait_for(closing, 10)).ok
+        await prompt
