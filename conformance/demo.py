@@ -248,11 +248,11 @@ async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> De
         async def dedupe() -> str:
             before = hermes.effects.count("prompt.accepted")
             cp.faults.duplicate_deliveries(1, mode="batch")
+            mark = len(state["channel"].events)  # events may overtake the reply: mark first
             out = await cp.rpc(state["channel"], "prompt.submit",
                                {"session_id": state["sid"], "text": "again"})
             expect(out.ok, f"prompt.submit → {out.status} {out.code}")
-            await state["channel"].next_event("message.complete", timeout=10,
-                                              after=len(state["channel"].events))
+            await state["channel"].next_event("message.complete", timeout=10, after=mark)
             # a duplicate delivery must not make a second Hermes effect
             results = [x for x in cp.history.filter(route="result", runner_id=runner_id)]
             expect(hermes.effects.count("prompt.accepted") == before + 1,
@@ -274,8 +274,9 @@ async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> De
 
         async def close_interrupts() -> str:
             ch = state["channel"]
+            mark = len(ch.events)
             await cp.rpc(ch, "prompt.submit", {"session_id": state["sid"], "text": "HANGTEST"})
-            await ch.next_event("message.delta", timeout=10, after=len(ch.events))
+            await ch.next_event("message.delta", timeout=10, after=mark)
             out = await cp.close_channel(ch)
             expect(out.ok, f"gateway.close → {out.status} {out.code}")
             await hermes.effects.wait_for("session.interrupted", timeout=5, session_id=state["sid"])
