@@ -64,11 +64,15 @@ def test_registered_config_is_right_and_its_token_brings_the_runner_online(
     expect(page.locator("#start-cmd")).to_have_text(f"python -m runner_ref --config {reg.path}")
 
     proc = start_runner(reg.path)
+    # Online comes from the hub and features from the store, written in the same poll but not
+    # in one step: wait for both to show rather than catch the instant between them.
     refresh_until(
         page,
-        lambda: _online_in_page(tab, "node-one") or proc.proc.poll() is not None,
+        lambda: (_online_in_page(tab, "node-one")
+                 and "credential-ref-v1" in runner_item(page, "node-one").inner_text())
+        or proc.proc.poll() is not None,
         timeout=30,
-        what="the runner to show Online",
+        what="the runner to show Online with its features",
     )
     assert proc.proc.poll() is None, proc.output()[-2000:]
     item = runner_item(page, "node-one")
