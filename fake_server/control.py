@@ -334,17 +334,38 @@ class ControlPlane:
         expires_at_ms: int | None = None,
         channel: Channel | None = None,
         lease: Lease | None = None,
+        command_id: str | None = None,
     ) -> Command:
         """Queue a command and return its handle at once (``await handle`` → Outcome).
 
-        A refusal at enqueue (offline, profile, limits) gives a handle already done."""
+        A refusal at enqueue (offline, profile, limits) gives a handle already done.
+        ``command_id`` reuses an id instead of minting one (see :meth:`replay`)."""
         try:
             return await self.hub.enqueue(
                 runner_id, kind, payload, account=account, deadline=deadline, profile=profile,
-                channel=channel, lease=lease, expires_at_ms=expires_at_ms,
+                channel=channel, lease=lease, expires_at_ms=expires_at_ms, command_id=command_id,
             )
         except CommandRefused as refused:
             return self._refused_handle(runner_id, kind, payload, refused.outcome, expires_at_ms or 0)
+
+    async def replay(
+        self,
+        runner_id: str,
+        wire: dict[str, Any],
+        *,
+        account: str | None = None,
+        payload: dict[str, Any] | None = None,
+        deadline: float | None = None,
+    ) -> Command:
+        """Queue again a command a runner was already given: same ``id``, ``kind`` and
+        ``expiresAt`` (and payload, unless ``payload`` replaces it to provoke a fingerprint
+        conflict). This is what a runner sees when a delivery is repeated across its own
+        restart; the runner must answer it from its ledger, never run it twice."""
+        return await self.submit(
+            runner_id, wire["kind"], wire["payload"] if payload is None else payload,
+            account=account, deadline=deadline, expires_at_ms=wire["expiresAt"],
+            command_id=wire["id"],
+        )
 
     async def command(
         self,

@@ -86,8 +86,9 @@ class _Waiter:
 class Command:
     """A queued command and the handle its caller awaits (``await handle`` → Outcome)."""
 
-    def __init__(self, runner_id: str, kind: str, payload: dict[str, Any], expires_at_ms: int) -> None:
-        self.id = str(uuid.uuid4())
+    def __init__(self, runner_id: str, kind: str, payload: dict[str, Any], expires_at_ms: int,
+                 command_id: str | None = None) -> None:
+        self.id = command_id or str(uuid.uuid4())
         self.runner_id = runner_id
         self.kind = kind
         self.payload = payload
@@ -392,8 +393,12 @@ class Hub:
         channel: Channel | None = None,
         lease: Lease | None = None,
         expires_at_ms: int | None = None,
+        command_id: str | None = None,
     ) -> Command:
-        """Queue a command (checks profile, online, size, limits); raises CommandRefused."""
+        """Queue a command (checks profile, online, size, limits); raises CommandRefused.
+
+        ``command_id`` reuses an id (a replay of a command a runner may have seen before);
+        an id still queued for this runner is a harness error (ValueError)."""
         acc: AccountRecord | None = None
         if account is not None:
             acc = await self.store.get_account(account)
@@ -417,7 +422,10 @@ class Hub:
             deadline = self.default_deadline(kind, payload)
         now = self.clock.now()
         when_ms = int((now + deadline) * 1000)
-        cmd = Command(runner_id, kind, payload, when_ms if expires_at_ms is None else expires_at_ms)
+        if command_id is not None and command_id in s.queue:
+            raise ValueError(f"command {command_id} is still queued")
+        cmd = Command(runner_id, kind, payload, when_ms if expires_at_ms is None else expires_at_ms,
+                      command_id)
         if cmd.size > self.limits.single_command:
             raise CommandRefused(Outcome.failure(413, "runner_payload_limit", "command too large"))
         # the queue holds only commands that have not ended (``_end`` removes them)

@@ -251,3 +251,27 @@ async def test_poll_answer_bytes_are_the_compact_json_of_the_batch(
     assert ex.response_body == body and ex.response_digest == hashlib.sha256(raw).hexdigest()
     assert [h.size for h in hs] == [len(json.dumps(c, separators=(",", ":"), ensure_ascii=False).encode())
                                     for c in body["commands"][1:]]
+
+
+async def test_replay_reuses_the_id_and_expiry(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    await client.connect()
+    first = await cp.submit(reg.runner_id, "http", GET_STATUS)
+    status, body = await client.poll()
+    wire = body["commands"][0]
+    assert (await client.post("result", {"id": first.id, "result": {"status": 200}}))[0] == 200
+    assert (await first).ok
+    again = await cp.replay(reg.runner_id, wire)
+    status, body = await client.poll()
+    assert status == 200 and body["commands"] == [wire]        # the very same command
+    try:
+        await cp.replay(reg.runner_id, wire)                   # still queued: a harness error
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a queued id was queued twice")
+    changed = {**GET_STATUS, "path": "/api/config"}
+    assert (await client.post("result", {"id": again.id, "result": {"status": 201}}))[0] == 200
+    assert (await again).result == {"status": 201}
+    conflict = await cp.replay(reg.runner_id, wire, payload=changed)
+    status, body = await client.poll()
+    assert body["commands"] == [{**wire, "payload": changed}] and conflict.id == wire["id"]

@@ -58,20 +58,11 @@ async def rig(tmp_path: Path, hermes_url: str, *, profiles: tuple[str, ...] = ("
 
 async def replay(cp: ControlPlane, runner_id: str, wire: dict[str, Any],
                  payload: dict[str, Any] | None = None) -> Any:
-    """Queue a command whose wire form reuses ``wire``'s id (and expiresAt), so a restarted
-    runner sees the *same* command again, as upstream's redelivery after a restart would give.
-    The fake control plane always mints fresh ids, so the handle is re-keyed before the poll
-    handler can run (no await between enqueue and the rewrite)."""
-    handle = await cp.submit(runner_id, wire["kind"], payload if payload is not None else wire["payload"],
-                             account="alice", expires_at_ms=wire["expiresAt"])
-    slot = cp.hub.slots[runner_id]
-    if handle.id not in slot.queue:
+    """Queue ``wire`` again with its own id and expiresAt (``ControlPlane.replay``), so a
+    restarted runner sees the *same* command again."""
+    handle = await cp.replay(runner_id, wire, account="alice", payload=payload)
+    if handle.done():
         raise AssertionError(f"replay refused at enqueue: {handle.outcome}")
-    del slot.queue[handle.id]
-    handle.id = wire["id"]
-    handle.wire = {"id": wire["id"], "kind": wire["kind"], "payload": handle.payload,
-                   "expiresAt": wire["expiresAt"]}
-    slot.queue[handle.id] = handle
     return handle
 
 
