@@ -86,11 +86,11 @@ class RunnerProcess:
 
     async def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_SERVER", "HERMES_"))}
-        self._out = open(self.stdout_path, "wb")  # noqa: ASYNC230 - local file, closed in kill()
-        self._err = open(self.stderr_path, "wb")  # noqa: ASYNC230
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdout=self._out, stderr=self._err, stdin=asyncio.subprocess.DEVNULL,
-            env=env, start_new_session=True)
+        # the child keeps its own copies of the descriptors; ours close once it is spawned
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:  # noqa: ASYNC230
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv, stdout=out, stderr=err, stdin=asyncio.subprocess.DEVNULL,
+                env=env, start_new_session=True)
 
     def signal(self, sig: int) -> None:
         if self.proc is not None and self.proc.returncode is None:
@@ -108,9 +108,6 @@ class RunnerProcess:
         if self.proc is not None and self.proc.returncode is None:
             self.signal(signal.SIGKILL)
             await self.proc.wait()
-        for f in (getattr(self, "_out", None), getattr(self, "_err", None)):
-            if f is not None:
-                f.close()
 
     def output(self) -> bytes:
         return self.stdout_path.read_bytes() + self.stderr_path.read_bytes()
@@ -254,7 +251,7 @@ async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> De
             expect(out.ok, f"prompt.submit → {out.status} {out.code}")
             await state["channel"].next_event("message.complete", timeout=10, after=mark)
             # a duplicate delivery must not make a second Hermes effect
-            results = [x for x in cp.history.filter(route="result", runner_id=runner_id)]
+            results = cp.history.filter(route="result", runner_id=runner_id)
             expect(hermes.effects.count("prompt.accepted") == before + 1,
                    "a duplicated delivery reached Hermes twice")
             return f"delivered twice in one batch, executed once ({len(results)} results posted)"
