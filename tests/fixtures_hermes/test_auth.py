@@ -50,6 +50,7 @@ async def test_token_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HERMES_DASHBOARD_SESSION_TOKEN")
     async with ScriptedHermes() as a, ScriptedHermes() as b:
         assert a.session_token != b.session_token and len(a.session_token) >= 20
+        assert re.fullmatch(r"[A-Za-z0-9_-]{20,4096}", a.session_token)
 
 
 async def test_token_mode_websocket_gates() -> None:

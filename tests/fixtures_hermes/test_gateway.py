@@ -96,6 +96,14 @@ async def test_sessions_outlive_socket_unless_close_on_disconnect(
     r = await c2.request("session.resume", {"session_id": never})
     assert r["error"] == {"code": 4007, "message": "session not found"}
     assert h.effects.of("session.resumed")[-1].detail["reused"] is True
+    # only the prompted stored session has a DB row, in session.list and GET /api/sessions alike
+    listed = (await c2.request("session.list", {}))["result"]["sessions"]
+    assert [x["id"] for x in listed] == [stored]
+    async with http.get(h.url + "/api/sessions", params={"limit": "x", "offset": "0"},
+                        headers=h.auth_headers) as resp:
+        body = await resp.json()
+    assert [x["id"] for x in body["sessions"]] == [stored]
+    assert (body["total"], body["limit"], body["offset"]) == (1, 20, 0)
     await c2.request("prompt.submit", {"session_id": keep, "text": "hi"})
     done = await c2.event("message.complete", session_id=keep)
     assert done["params"]["payload"]["text"] == "Hello from the fake model. PONG-42"
