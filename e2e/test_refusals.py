@@ -241,4 +241,4 @@ def test_closing_the_config_card_without_downloading_asks_first(
     expect(page.locator("#config-card")).to_be_hidden()
     # the token is gone for good: no way back to it in the page
     expect(page.get_by_role("button", name="Download runner.json")).to_have_count(0)
-    assert [r.name for r in server.runners()] == ["forgotten"]
+    assert _names(server) == ["forgotten"]

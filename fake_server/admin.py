@@ -25,29 +25,30 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import inspect
 import json
 import logging
 import re
 import secrets
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from .store import StoreError
+from .timings import Timings
+
+if TYPE_CHECKING:
+    from .control import ControlPlane
 
 # -- limits and names --------------------------------------------------------------------------
 
 SESSION_COOKIE = "yaoyao_session"
 CSRF_COOKIE = "yaoyao_csrf"
 CSRF_HEADER = "X-CSRF-Token"
-DEFAULT_SESSION_TTL = 12 * 3600.0
+DEFAULT_SESSION_TTL = Timings.admin_session_ttl
 MAX_BODY_BYTES = 64 * 1024
 NAME_MAX = 100
 PROFILES_MAX = 256
@@ -126,7 +127,6 @@ LOGIN_SCHEMA: dict[str, tuple[bool, Validator]] = {
     "username": (True, lambda v: _text(v, lo=1, hi=256, what="username")),
     "password": (True, lambda v: _text(v, lo=1, hi=LOGIN_FIELD_MAX, what="password", trim=False)),
 }
-EMPTY_SCHEMA: dict[str, tuple[bool, Validator]] = {}
 
 
 def validate(body: Any, schema: dict[str, tuple[bool, Validator]]) -> dict[str, Any]:
@@ -178,13 +178,13 @@ class AdminExchange:
 class AdminState:
     """Admin state of one app: sessions (in memory), the exchange log, settings tests may change."""
 
-    cp: Any
+    cp: ControlPlane
     session_ttl: float = DEFAULT_SESSION_TTL
     sessions: dict[str, AdminSession] = field(default_factory=dict)
     log: deque[AdminExchange] = field(default_factory=lambda: deque(maxlen=ADMIN_LOG_MAX))
 
     def now(self) -> float:
-        return _clock_now(self.cp)
+        return self.cp.clock.now()
 
     def expire_sessions(self) -> None:
         """Make every current session expired (a test hook: no waiting on time)."""
@@ -199,17 +199,6 @@ _CODE: web.RequestKey[str] = web.RequestKey("admin_code", str)
 def admin_state(app: web.Application) -> AdminState:
     """The admin state mounted on ``app`` by ``setup_admin``."""
     return app[ADMIN_STATE]
-
-
-def _clock_now(cp: Any) -> float:
-    clock = getattr(cp, "clock", None)
-    for attr in ("now", "time", "monotonic"):
-        fn = getattr(clock, attr, None)
-        if callable(fn):
-            return float(fn())
-    if callable(clock):
-        return float(clock())
-    return time.monotonic()
 
 
 # -- HTTP plumbing -------------------------------------------------------------------------------
@@ -240,13 +229,8 @@ async def _read_json(request: web.Request) -> Any:
         raise AdminError(400, "invalid_json", "body is not valid JSON") from None
 
 
-def _own_origins(request: web.Request, cp: Any) -> set[str]:
-    origins = {f"{request.scheme}://{request.host}"}
-    url = getattr(cp, "url", None)
-    if isinstance(url, str) and url:
-        parts = urlsplit(url)
-        origins.add(f"{parts.scheme}://{parts.netloc}")
-    return origins
+def _own_origins(request: web.Request, cp: ControlPlane) -> set[str]:
+    return {f"{request.scheme}://{request.host}", cp.url}
 
 
 @dataclass
@@ -333,8 +317,6 @@ async def _answer_json(
             raise
         codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
         status, code, message = exc.status, codes.get(exc.status, "http_error"), exc.reason
-    except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
-        raise
     except Exception as exc:  # never a traceback on the wire; the type only in the log
         _log.error("admin %s %s failed: %s", request.method, request.path, type(exc).__name__)
     request[_CODE] = code
@@ -354,13 +336,6 @@ def _user(account: Any) -> dict[str, Any]:
         "isAdmin": bool(account.is_admin),
         "allowedProfiles": list(account.allowed_profiles),
     }
-
-
-async def _online(cp: Any, runner_id: str) -> bool:
-    value = cp.is_online(runner_id)
-    if inspect.isawaitable(value):
-        value = await value
-    return bool(value)
 
 
 # -- handlers ------------------------------------------------------------------------------------
@@ -412,7 +387,7 @@ async def session_info(request: web.Request) -> web.Response:
 async def list_runners(request: web.Request) -> web.Response:
     await _gate(request, READ_GATES)
     cp = request.app[ADMIN_STATE].cp
-    runners = [r.summary(online=await _online(cp, r.id)) for r in await cp.store.list_runners()]
+    runners = [r.summary(online=cp.is_online(r.id)) for r in await cp.store.list_runners()]
     sources = [
         {"id": s.id, "name": s.name}
         for s in await cp.store.list_sources()
@@ -421,7 +396,7 @@ async def list_runners(request: web.Request) -> web.Response:
     return _ok(
         {
             "protocol": 1,
-            "hermesUpstream": getattr(cp, "hermes_upstream", None) or DEFAULT_HERMES_UPSTREAM,
+            "hermesUpstream": DEFAULT_HERMES_UPSTREAM,
             "fixedDesktops": [],
             "bundleAvailable": False,
             "runners": runners,
@@ -515,10 +490,9 @@ async def admin_redirect(request: web.Request) -> web.StreamResponse:
     raise web.HTTPFound("/admin/")
 
 
-def setup_admin(app: web.Application, cp: Any) -> None:
-    """Mount the admin API and page on ``app``. ``cp`` is the ControlPlane."""
-    ttl = getattr(getattr(cp, "timings", None), "admin_session_ttl", None)
-    app[ADMIN_STATE] = AdminState(cp=cp, session_ttl=float(ttl or DEFAULT_SESSION_TTL))
+def setup_admin(app: web.Application, cp: ControlPlane) -> None:
+    """Mount the admin API and page on ``app``."""
+    app[ADMIN_STATE] = AdminState(cp=cp, session_ttl=cp.timings.admin_session_ttl)
     app[_REGISTER_LOCK] = asyncio.Lock()
     app.middlewares.append(admin_errors)
     r = app.router

@@ -23,7 +23,7 @@
     network_error: "Cannot reach Yaoyao. Check the connection and try again.",
   };
 
-  const state = { csrf: "", user: null, sources: [], busy: false, runners: [] };
+  const state = { csrf: "", user: null, sources: [], busy: false };
   let pendingConfig = null; // the only place a token ever lives in this page
 
   class ApiError extends Error {
@@ -225,7 +225,7 @@
     $("list-status").textContent = "Refreshing…";
     try {
       const data = await api("GET", "/api/app/admin/runners");
-      state.sources = data.sources; state.runners = data.runners;
+      state.sources = data.sources;
       renderSources(data.sources);
       renderRunners(data.runners);
       const online = data.runners.filter((r) => r.online).length;
