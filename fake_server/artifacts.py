@@ -61,6 +61,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .gates import UUID_RE
+from .tool_calls import js_length
+
 MIB = 1024 * 1024
 
 #: Every refusal this module can give: name → (HTTP status, code).
@@ -102,15 +105,9 @@ class ArtifactLimits:
     orphan_after: float = 300.0
 
 
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 _PHASES = ("begin", "append", "finish")
-
-
-def _js_len(s: str) -> int:
-    """String length as JavaScript counts it (UTF-16 code units)."""
-    return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _is_int(v: object) -> bool:
@@ -128,10 +125,10 @@ def _max_b64(limits: ArtifactLimits) -> int:
 
 #: Shape checks as data: key → predicate(value, limits). Keys not listed here are refused.
 FIELDS: dict[str, Callable[[Any, ArtifactLimits], bool]] = {
-    "connectionId": lambda v, _l: isinstance(v, str) and bool(_UUID.match(v)),
-    "id": lambda v, _l: isinstance(v, str) and bool(_UUID.match(v)),
+    "connectionId": lambda v, _l: isinstance(v, str) and bool(UUID_RE.match(v)),
+    "id": lambda v, _l: isinstance(v, str) and bool(UUID_RE.match(v)),
     "phase": lambda v, _l: isinstance(v, str) and v in _PHASES,
-    "name": lambda v, _l: isinstance(v, str) and 1 <= _js_len(v) <= 240,
+    "name": lambda v, _l: isinstance(v, str) and 1 <= js_length(v) <= 240,
     "size": lambda v, lim: _is_int(v) and 0 <= v <= lim.max_size,
     "digest": lambda v, _l: isinstance(v, str) and bool(_HEX64.match(v)),
     "index": lambda v, _l: _is_int(v) and 0 <= v <= 2**53 - 1,

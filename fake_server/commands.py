@@ -118,11 +118,6 @@ def wire_json(command: dict[str, Any]) -> bytes:
     return json.dumps(command, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def wire_size(command: dict[str, Any]) -> int:
-    """Bytes of the command's compact JSON, as the queue and the batch count them."""
-    return len(wire_json(command))
-
-
 class Wire(dict[str, Any]):
     """A delivered command ``{id,kind,payload,expiresAt}`` that remembers its JSON, serialised
     once at enqueue (for the size limits) and spliced into every poll answer that carries it."""

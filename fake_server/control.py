@@ -25,7 +25,16 @@ from .commands import Event, Outcome
 from .faults import Faults
 from .history import History
 from .http_errors import JsonErrorAppRunner
-from .hub import Channel, Command, CommandRefused, Hub, Lease, ToolHandler, command_profile
+from .hub import (
+    STOP_METHODS,
+    Channel,
+    Command,
+    CommandRefused,
+    Hub,
+    Lease,
+    ToolHandler,
+    command_profile,
+)
 from .machine import setup_machine
 from .store import AccountRecord, RunnerRecord, SourceRecord, Store
 from .timings import Limits, Timings
@@ -168,15 +177,19 @@ class ControlPlane:
         await self.stop()
 
     async def start(self) -> None:
-        self._store = await Store.open(self.db_path)
-        if await self._store.get_account(self.admin_user) is None:
-            await self._store.create_account(
+        await self._open()
+        if await self.store.get_account(self.admin_user) is None:
+            await self.store.create_account(
                 self.admin_user, allowed_profiles=self.admin_profiles, is_admin=True,
                 password=self.admin_password,
             )
+        await self._serve()
+
+    async def _open(self) -> None:
+        """Open the store and start a new hub (new hub uuid: new epochs)."""
+        self._store = await Store.open(self.db_path)
         self._hub = Hub(self._store, self.clock, self.timings, self.limits, self.faults, self._published)
         self._hub.start_watchdog()
-        await self._serve()
 
     async def _serve(self) -> None:
         app = web.Application(client_max_size=self.limits.desktop_body + 1024)
@@ -226,9 +239,7 @@ class ControlPlane:
             self._runner = None
         if self._store is not None:
             await self._store.close()
-        self._store = await Store.open(self.db_path)
-        self._hub = Hub(self._store, self.clock, self.timings, self.limits, self.faults, self._published)
-        self._hub.start_watchdog()
+        await self._open()
         self.restarts += 1
         await self._serve()
 
@@ -406,18 +417,8 @@ class ControlPlane:
 
         With ``check`` (default) a failed open raises ``CommandFailed``; else the channel comes
         back closed with ``open_outcome`` set."""
-        acc = await self.store.get_account(account) if account is not None else None
-        try:
-            ch = self.hub.register_channel(runner_id, acc, profile, cleanup_only, connection_id)
-        except CommandRefused as refused:  # 64 channels already open
-            ch = self._refused_channel(runner_id, acc, profile, cleanup_only, connection_id, refused.outcome)
-            if check:
-                raise CommandFailed(refused.outcome) from None
-            return ch
-        payload = _open_payload(ch, extra)
-        handle = await self.submit(
-            runner_id, "gateway.open", payload, account=account, deadline=deadline,
-            profile=profile, channel=ch,
+        ch, handle = await self.submit_open_channel(
+            runner_id, account, profile, cleanup_only, connection_id, deadline=deadline, **extra
         )
         outcome = await handle
         ch.open_outcome = outcome
@@ -473,7 +474,7 @@ class ControlPlane:
         deadline: float | None = None,
     ) -> Command:
         payload = {"connectionId": ch.connection_id, "method": method, "params": params or {}}
-        stop = method in ("session.interrupt", "session.close", "session.active_list")
+        stop = method in STOP_METHODS
         return await self.submit(
             ch.runner_id, "gateway.rpc", payload,
             account=None if stop else ch.account,

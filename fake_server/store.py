@@ -25,10 +25,10 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -65,6 +65,8 @@ CREATE TABLE IF NOT EXISTS sources (
     allowed_profiles TEXT
 );
 """
+
+_R = TypeVar("_R")
 
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 
@@ -207,6 +209,33 @@ class Store:
         self._generation += 1
         cache.pop(key, None)
 
+    async def _cached(
+        self, cache: dict[str, _R], key: str, sql: str, record: Callable[[aiosqlite.Row], _R]
+    ) -> _R | None:
+        """The record ``sql`` selects by ``key``, from ``cache`` when there; a read that a write
+        overtook (the generation moved) is returned but not cached."""
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        gen = self._generation
+        cur = await self._db.execute(sql, (key,))
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        found = record(row)
+        if gen == self._generation:
+            cache[key] = found
+        return found
+
+    async def _write(self, cache: dict[str, Any], key: str, sql: str, params: tuple[Any, ...]) -> int:
+        """One write under the lock, then forget ``key``'s cached record; returns rows changed."""
+        async with self._lock:
+            try:
+                cur = await self._db.execute(sql, params)
+            finally:
+                self._forget(cache, key)
+            return cur.rowcount or 0
+
     @classmethod
     async def open(cls, path: str | Path) -> Store:
         p = Path(path)
@@ -284,50 +313,29 @@ class Store:
         return record, token
 
     async def get_runner(self, runner_id: str) -> RunnerRecord | None:
-        hit = self._runners.get(runner_id)
-        if hit is not None:
-            return hit
-        gen = self._generation
-        cur = await self._db.execute("SELECT * FROM runners WHERE id = ?", (runner_id,))
-        row = await cur.fetchone()
-        if row is None:
-            return None
-        record = _runner(row)
-        if gen == self._generation:
-            self._runners[runner_id] = record
-        return record
+        return await self._cached(self._runners, runner_id, "SELECT * FROM runners WHERE id = ?", _runner)
 
     async def list_runners(self) -> list[RunnerRecord]:
         cur = await self._db.execute("SELECT * FROM runners ORDER BY seq")
         return [_runner(r) for r in await cur.fetchall()]
 
     async def disable_runner(self, runner_id: str) -> bool:
-        async with self._lock:
-            try:
-                cur = await self._db.execute(
-                    "UPDATE runners SET enabled = 0 WHERE id = ?", (runner_id,)
-                )
-            finally:
-                self._forget(self._runners, runner_id)
-            return (cur.rowcount or 0) > 0
+        changed = await self._write(
+            self._runners, runner_id, "UPDATE runners SET enabled = 0 WHERE id = ?", (runner_id,)
+        )
+        return changed > 0
 
     async def set_runner_profiles(self, runner_id: str, profiles: Sequence[str]) -> None:
-        async with self._lock:
-            try:
-                await self._db.execute(
-                    "UPDATE runners SET allowed_profiles = ? WHERE id = ?", (_dump(profiles), runner_id)
-                )
-            finally:
-                self._forget(self._runners, runner_id)
+        await self._write(
+            self._runners, runner_id,
+            "UPDATE runners SET allowed_profiles = ? WHERE id = ?", (_dump(profiles), runner_id),
+        )
 
     async def set_runner_features(self, runner_id: str, features: Sequence[str]) -> None:
-        async with self._lock:
-            try:
-                await self._db.execute(
-                    "UPDATE runners SET features = ? WHERE id = ?", (_dump(features), runner_id)
-                )
-            finally:
-                self._forget(self._runners, runner_id)
+        await self._write(
+            self._runners, runner_id,
+            "UPDATE runners SET features = ? WHERE id = ?", (_dump(features), runner_id),
+        )
 
     # -- accounts --------------------------------------------------------------------------
 
@@ -358,27 +366,13 @@ class Store:
         return AccountRecord(name, tuple(allowed_profiles), is_admin, version, True)
 
     async def get_account(self, name: str) -> AccountRecord | None:
-        hit = self._accounts.get(name)
-        if hit is not None:
-            return hit
-        gen = self._generation
-        cur = await self._db.execute("SELECT * FROM accounts WHERE name = ?", (name,))
-        row = await cur.fetchone()
-        if row is None:
-            return None
-        record = _account(row)
-        if gen == self._generation:
-            self._accounts[name] = record
-        return record
+        return await self._cached(self._accounts, name, "SELECT * FROM accounts WHERE name = ?", _account)
 
     async def set_account_profiles(self, name: str, profiles: Sequence[str]) -> None:
-        async with self._lock:
-            try:
-                await self._db.execute(
-                    "UPDATE accounts SET allowed_profiles = ? WHERE name = ?", (_dump(profiles), name)
-                )
-            finally:
-                self._forget(self._accounts, name)
+        await self._write(
+            self._accounts, name,
+            "UPDATE accounts SET allowed_profiles = ? WHERE name = ?", (_dump(profiles), name),
+        )
 
     async def bump_authorization(self, name: str) -> int:
         """Increase the account's authorization version; returns the new version (0 if unknown)."""
@@ -397,13 +391,9 @@ class Store:
             return 0 if row is None else int(row[0])
 
     async def set_account_active(self, name: str, active: bool) -> None:
-        async with self._lock:
-            try:
-                await self._db.execute(
-                    "UPDATE accounts SET active = ? WHERE name = ?", (int(active), name)
-                )
-            finally:
-                self._forget(self._accounts, name)
+        await self._write(
+            self._accounts, name, "UPDATE accounts SET active = ? WHERE name = ?", (int(active), name)
+        )
 
     async def check_password(self, name: str, password: str) -> AccountRecord | None:
         """The account if ``password`` matches (constant time, even for unknown names)."""
@@ -422,18 +412,7 @@ class Store:
         return [_source(r) for r in await cur.fetchall()]
 
     async def get_source(self, source_id: str) -> SourceRecord | None:
-        hit = self._sources.get(source_id)
-        if hit is not None:
-            return hit
-        gen = self._generation
-        cur = await self._db.execute("SELECT * FROM sources WHERE id = ?", (source_id,))
-        row = await cur.fetchone()
-        if row is None:
-            return None
-        record = _source(row)
-        if gen == self._generation:
-            self._sources[source_id] = record
-        return record
+        return await self._cached(self._sources, source_id, "SELECT * FROM sources WHERE id = ?", _source)
 
     async def add_source(
         self,
@@ -443,15 +422,11 @@ class Store:
         paired: bool = False,
         allowed_profiles: Sequence[str] | None = None,
     ) -> SourceRecord:
-        async with self._lock:
-            try:
-                await self._db.execute(
-                    "INSERT OR REPLACE INTO sources (id, name, paired, allowed_profiles)"
-                    " VALUES (?, ?, ?, ?)",
-                    (source_id, name, int(paired), _dump(allowed_profiles)),
-                )
-            finally:
-                self._forget(self._sources, source_id)
+        await self._write(
+            self._sources, source_id,
+            "INSERT OR REPLACE INTO sources (id, name, paired, allowed_profiles) VALUES (?, ?, ?, ?)",
+            (source_id, name, int(paired), _dump(allowed_profiles)),
+        )
         return SourceRecord(
             source_id, name, paired, None if allowed_profiles is None else tuple(allowed_profiles)
         )

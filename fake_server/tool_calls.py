@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
+
+from .gates import UUID_RE
 
 #: Refusals of this module: name → (HTTP status, code, message).
 ERRORS: dict[str, tuple[int, str, str]] = {
@@ -53,8 +54,6 @@ ERRORS: dict[str, tuple[int, str, str]] = {
     "limit": (429, "runner_call_limit", "too many tool calls for this lease"),
 }
 CALL_LIMIT = 128
-
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
 def js_length(s: str) -> int:
@@ -237,7 +236,7 @@ class ToolRequest:
 
 #: Shape checks as data (strict object: exactly these keys).
 _CHECKS: dict[str, Any] = {
-    "leaseId": lambda v: isinstance(v, str) and bool(_UUID.match(v)),
+    "leaseId": lambda v: isinstance(v, str) and bool(UUID_RE.match(v)),
     "toolId": lambda v: isinstance(v, str) and 1 <= js_length(v) <= 100,
     "callId": lambda v: isinstance(v, str) and 1 <= js_length(v) <= 200,
     "arguments": lambda v: isinstance(v, dict),

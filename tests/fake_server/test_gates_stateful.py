@@ -22,8 +22,6 @@ class Gates(RuleBasedStateMachine):
         self.view = RunnerView(exists=True, enabled=True, token_hash=HASH, retired_limit=4)
         self.instances = [str(uuid.UUID(int=i)) for i in range(6)]
         self.epochs: list[str] = []
-        self.accepted_non_poll: list[tuple[str, str | None]] = []
-        self.accepted_polls: list[str] = []
         self.n = 0
 
     def _send(self, route: str, i: int, reset: bool, stale: bool) -> None:
@@ -44,10 +42,8 @@ class Gates(RuleBasedStateMachine):
                 self.epochs.append(view.online_epoch)
             self.view = view
             if route == "poll":
-                self.accepted_polls.append(inst)
                 assert not was_retired, "a retired instance came back online"
             else:
-                self.accepted_non_poll.append((inst, epoch))
                 assert before == (inst, epoch), "a non-poll was accepted off the current state"
         else:
             assert d.actions == []

@@ -253,13 +253,16 @@ async def test_poll_answer_bytes_are_the_compact_json_of_the_batch(
                                     for c in body["commands"][1:]]
 
 
-async def test_replay_reuses_the_id_and_expiry(cp: ControlPlane, client: Client, reg: Registration) -> None:
+async def test_replay_reuses_the_id_and_expiry(
+    cp: ControlPlane, clock: ManualClock, client: Client, reg: Registration
+) -> None:
     await client.connect()
     first = await cp.submit(reg.runner_id, "http", GET_STATUS)
     status, body = await client.poll()
     wire = body["commands"][0]
     assert (await client.post("result", {"id": first.id, "result": {"status": 200}}))[0] == 200
     assert (await first).ok
+    clock.advance(1)  # a fresh expiry would now differ from the original one
     again = await cp.replay(reg.runner_id, wire)
     status, body = await client.poll()
     assert status == 200 and body["commands"] == [wire]        # the very same command

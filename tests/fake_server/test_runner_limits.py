@@ -35,6 +35,7 @@ async def test_65th_channel_is_refused_at_the_caller(cp: ControlPlane, client: C
     assert (failed.value.outcome.status, failed.value.outcome.code) == (429, "runner_busy")
     refused = await cp.open_channel(reg.runner_id, profile="default", check=False)
     assert refused.open_outcome is not None and refused.open_outcome.code == "runner_busy"
+    assert refused.closed_by == "open_failed" and refused.connection_id not in cp.hub.slots[reg.runner_id].channels
     # a closed channel frees its place
     cp.hub.close_channel(opened[0][0], "harness")
     _, again = await cp.submit_open_channel(reg.runner_id, profile="default")
