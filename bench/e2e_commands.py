@@ -26,7 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -72,8 +72,9 @@ def ms(seconds: float) -> str:
 
 
 # -- floors ----------------------------------------------------------------------------------
-async def floor_round_trip(samples: int) -> Latency:
-    """A bare aiohttp POST with a small JSON body and answer, over loopback, keep-alive."""
+@contextlib.asynccontextmanager
+async def echo_server() -> AsyncIterator[str]:
+    """A bare aiohttp server on 127.0.0.1:0 that answers a JSON POST with it; yields its URL."""
 
     async def echo(request: web.Request) -> web.Response:
         return web.json_response({"ok": True, "echo": await request.json()})
@@ -84,55 +85,43 @@ async def floor_round_trip(samples: int) -> Latency:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = runner.addresses[0][1]
-    times: list[float] = []
     try:
-        async with aiohttp.ClientSession() as session:
-            url = f"http://127.0.0.1:{port}/echo"
-            for i in range(samples + 50):
-                start = time.perf_counter()
-                async with session.post(url, json={"id": i}) as resp:
-                    await resp.read()
-                if i >= 50:  # warm-up
-                    times.append(time.perf_counter() - start)
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/echo"
     finally:
         await runner.cleanup()
+
+
+async def floor_round_trip(samples: int) -> Latency:
+    """A bare aiohttp POST with a small JSON body and answer, over loopback, keep-alive."""
+    times: list[float] = []
+    async with echo_server() as url, aiohttp.ClientSession() as session:
+        for i in range(samples + 50):
+            start = time.perf_counter()
+            async with session.post(url, json={"id": i}) as resp:
+                await resp.read()
+            if i >= 50:  # warm-up
+                times.append(time.perf_counter() - start)
     return Latency.of(times)
 
 
 async def floor_round_trip_rate(requests: int, concurrency: int) -> float:
     """Bare aiohttp loopback round trips per second with ``concurrency`` in flight (client and
     server in this one process, keep-alive): the throughput floor of one HTTP hop."""
-
-    async def echo(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "echo": await request.json()})
-
-    app = web.Application()
-    app.router.add_post("/echo", echo)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
     left = requests
-    try:
-        async with aiohttp.ClientSession() as session:
-            url = f"http://127.0.0.1:{port}/echo"
+    async with echo_server() as url, aiohttp.ClientSession() as session:
 
-            async def worker() -> None:
-                nonlocal left
-                while left > 0:
-                    left -= 1
-                    async with session.post(url, json={"id": left}) as resp:
-                        await resp.read()
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                async with session.post(url, json={"id": left}) as resp:
+                    await resp.read()
 
-            await asyncio.gather(*(worker() for _ in range(concurrency)))   # warm-up
-            left = requests
-            began = time.perf_counter()
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
-            return requests / (time.perf_counter() - began)
-    finally:
-        await runner.cleanup()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))   # warm-up
+        left = requests
+        began = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return requests / (time.perf_counter() - began)
 
 
 async def floor_commit(directory: Path, samples: int) -> Latency:
@@ -274,15 +263,21 @@ class Run:
 Send = Callable[[int], Awaitable[Command]]
 
 
+def user_system(pid: int | None) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process, threads included (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
+    except (OSError, IndexError, ValueError):
+        return float("nan"), float("nan")
+
+
 def cpu_seconds(pid: int | None) -> float:
     """user + system CPU seconds of a process (Linux /proc); our own process when ``pid`` is None."""
     if pid is None:
         return time.process_time()
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return float("nan")
+    return sum(user_system(pid))
 
 
 async def drive(cp: ControlPlane, variant: str, n: int, concurrency: int, send: Send,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import secrets
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from bench.e2e_commands import (  # noqa: E402
     floor_commit,
     floor_round_trip,
     ms,
+    user_system,
     wait_for,
 )
 
@@ -128,16 +128,6 @@ class StandIns:
                            "expiresAt": int(time.time() * 1000) + 30_000})
         self.wake.set()
         return await fut
-
-
-def user_system(pid: int | None) -> tuple[float, float]:
-    """(user, system) CPU seconds of a process, threads included (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        tick = os.sysconf("SC_CLK_TCK")
-        return int(fields[11]) / tick, int(fields[12]) / tick
-    except (OSError, IndexError, ValueError):
-        return float("nan"), float("nan")
 
 
 async def drive(s: StandIns, n: int, concurrency: int, runner_pid: int | None

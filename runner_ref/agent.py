@@ -30,12 +30,11 @@ from . import status, timings
 from .allowlists import require_profile
 from .config import RunnerConfig
 from .control import ControlClient, features_header
-from .errors import CommandError, ServerError
+from .errors import CommandError, ServerError, error_reply
 from .fingerprint import command_fingerprint
 from .gateway import Gateways
 from .hermes import HermesClient
 from .http_kind import run_http
-from .leases_bridge import make_lease_manager
 from .ledger import (
     CONFLICT,
     NOT_ADMITTED,
@@ -46,6 +45,7 @@ from .ledger import (
     decide,
 )
 from .ledger_store import LedgerStore
+from .teamtools.leases import LeaseManager
 
 EXTENSION_KINDS = frozenset({
     "network.configure", "network.test", "browser.invoke", "local-vm.manage",
@@ -63,10 +63,6 @@ def result_body(cid: str, reply: Reply, encoded: str | None) -> bytes:
     return json.dumps({"id": cid, **reply}, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def error_reply(code: str, message: str) -> Reply:
-    return {"error": {"message": message[: timings.ERROR_TEXT_CAP], "code": code}}
-
-
 class Agent:
     """One runner process's protocol life."""
 
@@ -79,7 +75,7 @@ class Agent:
         self.hermes = HermesClient(cfg.hermes_url, cfg.hermes_credentials)
         self.gateways = Gateways(self.hermes, cfg.allowed_profiles, self._post_event,
                                  self.request_reset)
-        self.leases = make_lease_manager(self._relay, self.hermes, self.gateways)
+        self.leases = LeaseManager(relay=self._relay, plugin=self.hermes, sessions=self.gateways)
         self.gateways.leases = self.leases
         self.kinds: dict[str, Handler] = {
             "http": self._http,

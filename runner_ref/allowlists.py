@@ -39,11 +39,9 @@ RPC_METHODS = frozenset({
     "session.active_list", "session.cwd.set", "prompt.submit", "session.steer",
     "image.attach_bytes", "file.attach", "approval.respond", "clarify.respond",
 })
-VM_ONLY_METHODS = frozenset({"computer.invoke", "computer.transfer", "computer.complete"})
 CLEANUP_METHODS = frozenset({
     "session.resume", "session.interrupt", "session.close", "session.active_list"})
 PROFILE_METHODS = frozenset({"session.create", "session.resume"})
-STOP_METHODS = frozenset({"session.interrupt", "session.close", "session.active_list"})
 DEFAULT_PROFILE = "default"
 
 

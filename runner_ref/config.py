@@ -101,8 +101,6 @@ def _parse_url(v: Any) -> SplitResult | None:
         return None
     if u.scheme.lower() in ("http", "https") and not u.hostname:
         return None
-    if not u.netloc and u.scheme.lower() in ("http", "https"):
-        return None
     return u
 
 

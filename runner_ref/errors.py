@@ -1,6 +1,15 @@
 """Errors the runner reports as command results (``{"error": {"message", "code"}}``)."""
 from __future__ import annotations
 
+from typing import Any
+
+from .timings import ERROR_TEXT_CAP
+
+
+def error_reply(code: str, message: str) -> dict[str, Any]:
+    """The coded error result ``{"error": {"message", "code"}}``, the message capped."""
+    return {"error": {"message": message[:ERROR_TEXT_CAP], "code": code}}
+
 
 class CommandError(Exception):
     """A coded failure of one command. ``status`` is informational: the control plane
@@ -12,8 +21,8 @@ class CommandError(Exception):
         self.message = message
         self.status = status
 
-    def to_result(self) -> dict[str, object]:
-        return {"error": {"message": self.message[:1000], "code": self.code}}
+    def to_result(self) -> dict[str, Any]:
+        return error_reply(self.code, self.message)
 
 
 class ServerError(Exception):

@@ -137,7 +137,7 @@ class Channel:
                 err = frame["error"] if isinstance(frame["error"], dict) else {}
                 text = err.get("message")
                 msg = text if isinstance(text, str) else "Hermes error"
-                fut.set_exception(CommandError("hermes_rpc_error", msg[:1000], 502))
+                fut.set_exception(CommandError("hermes_rpc_error", msg[: timings.ERROR_TEXT_CAP], 502))
             else:
                 fut.set_result(frame.get("result"))
             return
@@ -169,7 +169,7 @@ class Channel:
                 if body.get("closed"):
                     return
                 if exc.status == 410:
-                    asyncio.create_task(self._registry.close_channel(self.id, tombstone=True))
+                    asyncio.create_task(self._registry.close_channel(self.id))
                 else:
                     self._registry.on_fatal()
                 return
@@ -179,20 +179,20 @@ class Channel:
             if not fut.done():
                 fut.set_exception(CommandError("runner_connection_closed", "gateway is closed", 410))
 
-    async def close(self, interrupt: bool = True) -> None:
+    async def close(self) -> None:
         """Interrupt running sessions (≤ INTERRUPT_WAIT), then close the socket. A second
         close (a gateway.close overtaking a 410, say) waits for the first one to finish."""
         if self._closing is None:
             if self.closed:
                 return
-            self._closing = asyncio.ensure_future(self._close(interrupt))
+            self._closing = asyncio.ensure_future(self._close())
         await asyncio.shield(self._closing)
 
-    async def _close(self, interrupt: bool) -> None:
+    async def _close(self) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timings.INTERRUPT_WAIT   # one budget for interrupts + close
         running = [sid for sid, s in self.sessions.items() if s.running]
-        if interrupt and running and self._ws is not None and not self._ws.closed:
+        if running and self._ws is not None and not self._ws.closed:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.gather(
                     *(self.call("session.interrupt", {"session_id": sid}) for sid in running),
@@ -228,17 +228,19 @@ class Gateways:
 
     # -- SessionDirectory ----------------------------------------------------------------
     def owner_of(self, runtime_id: str) -> tuple[str, str] | None:
-        for ch in self.channels.values():
-            s = ch.sessions.get(runtime_id)
-            if s is not None and not ch.closed:
-                return ch.id, s.profile
-        return None
+        found = self._owned(runtime_id)
+        return (found[0].id, found[1].profile) if found else None
 
     def stored_id(self, runtime_id: str) -> str | None:
+        found = self._owned(runtime_id)
+        return found[1].stored_id if found else None
+
+    def _owned(self, runtime_id: str) -> tuple[Channel, OwnedSession] | None:
+        """The open channel that owns ``runtime_id``, and its session."""
         for ch in self.channels.values():
             s = ch.sessions.get(runtime_id)
             if s is not None and not ch.closed:
-                return s.stored_id
+                return ch, s
         return None
 
     # -- internals ------------------------------------------------------------------------
@@ -284,9 +286,8 @@ class Gateways:
             raise
         return {"ok": True}
 
-    async def close_channel(self, connection_id: str, tombstone: bool = True) -> None:
-        if tombstone:
-            self._tombstone(connection_id)
+    async def close_channel(self, connection_id: str) -> None:
+        self._tombstone(connection_id)
         ch = self.channels.pop(connection_id, None) or self._closing.get(connection_id)
         if self.leases is not None:
             with contextlib.suppress(Exception):
@@ -298,7 +299,7 @@ class Gateways:
         """Close ``ch``; while it closes, a gateway.close for its id waits for it."""
         self._closing[ch.id] = ch
         try:
-            await ch.close(interrupt=True)
+            await ch.close()
         finally:
             if self._closing.get(ch.id) is ch:
                 del self._closing[ch.id]

@@ -56,7 +56,7 @@ def token_from_page(html: str) -> str | None:
 
 class HermesClient:
     """HTTP to the local Hermes, authenticated lazily. Implements the team tools'
-    ``PluginClient`` protocol (``get_json`` / ``post_json``)."""
+    ``PluginClient`` protocol (``post_json``)."""
 
     def __init__(self, base_url: str, credentials: HermesCredentials | None) -> None:
         self.base_url = base_url
@@ -154,10 +154,6 @@ class HermesClient:
             await self._authenticate(stale=used)
             st, headers, data = await self._raw(method, path, params=params, body=body)
         return st, headers, data
-
-    async def get_json(self, path: str, params: dict[str, str] | None = None) -> tuple[int, Any]:
-        st, _, data = await self.request("GET", path, params=params)
-        return st, _json_or_none(data)
 
     async def post_json(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         st, _, data = await self.request("POST", path, body=body)

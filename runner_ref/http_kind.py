@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl
 
 from .allowlists import (
     COMPUTER_CAPABILITIES,
+    DOWNLOAD,
     MEMORY_EXTRACT,
     SESSION_MESSAGES_RE,
     http_route,
@@ -52,7 +53,7 @@ def plan_http(payload: dict[str, Any], allowed_profiles: tuple[str, ...],
         require_profile(query.get("profile"), allowed_profiles)
         raise CommandError("computer_unavailable", "this runner has no computers", 409)
     if payload.get("computer") is not None and isinstance(path, str):
-        if path == "/api/files/download":
+        if path == DOWNLOAD:
             raise CommandError("computer_artifact_required", "use a computer artifact", 409)
         if SESSION_MESSAGES_RE.match(path):
             raise CommandError("computer_unavailable", "this runner has no computers", 403)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner_ref.errors import CommandError, ServerError
+from runner_ref.timings import ERROR_TEXT_CAP
 
 MAX_CALLS = 128
 MAX_TOOL_ID = 100
@@ -87,7 +88,7 @@ def wrap_failure(code: str, message: str) -> dict[str, Any]:
 def failure_of(exc: BaseException) -> dict[str, Any]:
     """The isError envelope of an exception; only coded errors carry their own text."""
     if isinstance(exc, (ServerError, CommandError)):
-        return wrap_failure(exc.code, exc.message[:1000])
+        return wrap_failure(exc.code, exc.message[:ERROR_TEXT_CAP])
     if isinstance(exc, asyncio.CancelledError):
         return wrap_failure("team_tools_expired", "team tool call stopped")
     return wrap_failure("runner_error", "team tool call failed")

@@ -144,6 +144,7 @@ def _json_ok(req: GateInput, ctx: Context) -> bool:
     return req.body is not None and parse_body(req.body) is not None
 
 
+_SIZE = Gate("size", 413, "team_tool_input_limit", "team tool input too large", _length_ok)
 HEAD_GATES: tuple[Gate, ...] = (
     Gate("loopback", 403, "team_tools_forbidden", "team tools are loopback only", _forbidden_ok),
     Gate("token", 401, "team_tools_unauthorized", "team tools token required", _token_ok),
@@ -153,10 +154,10 @@ HEAD_GATES: tuple[Gate, ...] = (
          lambda req, ctx: req.method == "POST"),
     Gate("content-type", 415, "invalid_content_type", "JSON content type required",
          lambda req, ctx: _media_type(req.content_type) == "application/json"),
-    Gate("size", 413, "team_tool_input_limit", "team tool input too large", _length_ok),
+    _SIZE,   # on the declared length here, on the bytes read in BODY_GATES
 )
 BODY_GATES: tuple[Gate, ...] = (
-    Gate("size", 413, "team_tool_input_limit", "team tool input too large", _length_ok),
+    _SIZE,
     Gate("json", 400, "invalid_json", "invalid JSON", _json_ok),
 )
 GATES: tuple[Gate, ...] = HEAD_GATES + BODY_GATES[1:]

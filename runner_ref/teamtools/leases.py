@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runner_ref.errors import CommandError, ServerError
+from runner_ref.timings import MAX_LEASES
 
 from .listener import ListenerTimings, LoopbackListener, ToolSpec
 
-MAX_LEASES = 64
 TOMBSTONE_SECONDS = 60.0
 PLUGIN = "/api/plugins/yaoyao-bot-bridge"
 BIND_PATH = f"{PLUGIN}/bind"
@@ -64,9 +64,6 @@ class Relay(Protocol):
 
 class PluginClient(Protocol):
     """The authenticated loopback Hermes HTTP client."""
-
-    async def get_json(self, path: str,
-                       params: dict[str, str] | None = None) -> tuple[int, Any]: ...
 
     async def post_json(self, path: str, body: dict[str, Any]) -> tuple[int, Any]: ...
 
@@ -94,7 +91,6 @@ class Lease:
     runtime_id: str
     stored_id: str | None
     workspace_memory: Any
-    computer_policy: Any
     generation: str
     listener: LoopbackListener
     expires_at: float
@@ -214,7 +210,6 @@ class LeaseManager:
             lease_id=lease_id, profile=profile, work_id=work_id, connection_id=owner[0],
             runtime_id=runtime_id, stored_id=stored_id or self._sessions.stored_id(runtime_id),
             workspace_memory=payload.get("workspaceMemory"),
-            computer_policy=payload.get("computerPolicy"),
             generation=f"{work_id}:{uuid.uuid4()}",
             listener=None,  # type: ignore[arg-type]  # set just below, before any await
             expires_at=now + self.ttl, next_renew=now + self.renew_every,

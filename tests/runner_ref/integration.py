@@ -29,7 +29,7 @@ class Rig:
         await self.runner.wait_output("connected", timeout=15)  # the new instance fenced the old
         return self.runner
 
-    def all_output(self, *extra: RunnerProcess) -> bytes:
+    def all_output(self) -> bytes:
         out = b""
         for p in sorted(self.config_path.parent.glob("runner-*.std*")):
             out += p.read_bytes()

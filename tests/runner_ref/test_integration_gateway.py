@@ -30,6 +30,12 @@ async def create_session(cp: Any, ch: Any) -> str:
     return str(out.result["session_id"])
 
 
+async def start_hang(cp: Any, ch: Any, sid: str) -> None:
+    """Submit a HANGTEST prompt and wait until it streams: the session is running."""
+    assert (await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})).ok
+    await ch.next_event("message.delta", timeout=10)
+
+
 async def test_session_flow_events_and_close(tmp_path: Path) -> None:
     async with ScriptedHermes(SCRIPT) as hermes, rig(tmp_path, hermes.url) as r:
         cp = r.cp
@@ -98,8 +104,7 @@ async def test_close_interrupts_running_session_fast(tmp_path: Path) -> None:
         cp = r.cp
         ch = await cp.open_channel(r.runner_id, account="alice", profile="default")
         sid = await create_session(cp, ch)
-        assert (await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})).ok
-        await ch.next_event("message.delta", timeout=10)
+        await start_hang(cp, ch, sid)
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         closed = await cp.close_channel(ch)
@@ -115,8 +120,7 @@ async def test_close_within_3s_when_hermes_holds_the_interrupt(tmp_path: Path) -
         cp = r.cp
         ch = await cp.open_channel(r.runner_id, account="alice", profile="default")
         sid = await create_session(cp, ch)
-        assert (await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})).ok
-        await ch.next_event("message.delta", timeout=10)
+        await start_hang(cp, ch, sid)
         pause = hermes.pause_at("before session.interrupt")   # Hermes never answers in time
         loop = asyncio.get_running_loop()
         t0 = loop.time()
@@ -149,8 +153,7 @@ async def test_slow_rpc_never_delays_an_interrupt(tmp_path: Path) -> None:
         cp = r.cp
         ch = await cp.open_channel(r.runner_id, account="alice", profile="default")
         sid = await create_session(cp, ch)
-        assert (await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})).ok
-        await ch.next_event("message.delta", timeout=10)
+        await start_hang(cp, ch, sid)
         pause = hermes.pause_at("before session.usage")
         slow = await cp.submit_rpc(ch, "session.usage", {"session_id": sid})
         await pause.reached(timeout=10)
@@ -228,8 +231,7 @@ async def test_sigterm_interrupts_running_sessions(tmp_path: Path) -> None:
     async with ScriptedHermes(SCRIPT) as hermes, rig(tmp_path, hermes.url) as r:
         ch = await r.cp.open_channel(r.runner_id, account="alice", profile="default")
         sid = await create_session(r.cp, ch)
-        assert (await r.cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})).ok
-        await ch.next_event("message.delta", timeout=10)
+        await start_hang(r.cp, ch, sid)
         r.runner.signal(signal.SIGTERM)
         assert await r.runner.wait(10) == 0
         assert "stopped" in r.runner.stderr()

@@ -61,9 +61,6 @@ class Fakes:
     def stored_id(self, runtime_id: str) -> str | None:
         return f"stored-{runtime_id}"
 
-    async def get_json(self, path: str, params: dict[str, str] | None = None) -> tuple[int, Any]:
-        return 404, None
-
     async def post_json(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         self.posts.append((path, json.loads(json.dumps(body))))
         if path == BIND_PATH and not self.plugin_ok:
