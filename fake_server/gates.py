@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .codes import CODES
 
@@ -148,51 +148,66 @@ def _bearer_ok(ask: Ask, view: RunnerView) -> bool:
     return hmac.compare_digest(got.encode(), (view.token_hash or "x").encode())
 
 
-Predicate = Callable[[Ask, RunnerView], bool]
-#: An action's effect on the gates' (copied) view, as the following gates must see it.
-Effect = Callable[[RunnerView], RunnerView]
+AskT = TypeVar("AskT")
+ViewT = TypeVar("ViewT")
 
 
 @dataclass(frozen=True)
-class Step:
-    """A state change a gate asks for: when ``applies``, ``action`` is returned for the hub to
-    apply and ``effect`` updates the view the later gates see."""
+class Step(Generic[AskT, ViewT]):
+    """A state change a gate asks for: when ``applies``, ``action`` is returned for the caller to
+    apply and ``effect`` updates the (copied) view the later gates see."""
 
     action: Action
-    applies: Predicate
-    effect: Effect
+    applies: Callable[[AskT, ViewT], bool]
+    effect: Callable[[ViewT], ViewT]
 
 
 @dataclass(frozen=True)
-class Gate:
-    """One row of the sequence: refused with (status, code, message) when ``refuses`` holds,
-    else ``action`` (if any) applies. A gate that only acts never refuses."""
+class Gate(Generic[AskT, ViewT]):
+    """One row of a gate sequence: refused with (status, code, message) when ``refuses`` holds,
+    else ``action`` (if any) applies. A gate that only acts never refuses (status 0, no code).
+    The same row type serves the machine API (``GATES``) and the admin API (``admin_gates``)."""
 
-    number: int | None  # §2.3's number; None for the route check upstream has in its path regex
+    number: int | None  # the reference's number; None for a check it does not number
     name: str
     status: int
     code: str
     message: str
-    refuses: Predicate
-    action: Step | None = None
+    refuses: Callable[[AskT, ViewT], bool]
+    action: Step[AskT, ViewT] | None = None
     #: Upstream answers this refusal after the state change of gate 8, so the actions stay.
     keeps_actions_on_refusal: bool = False
 
 
-def _row(
-    number: int | None, name: str, code: str, refuses: Predicate, action: Step | None = None,
-    *, keeps_actions_on_refusal: bool = False,
-) -> Gate:
+def gate_row(
+    number: int | None, name: str, code: str, refuses: Callable[[AskT, ViewT], bool],
+    action: Step[AskT, ViewT] | None = None, *, keeps_actions_on_refusal: bool = False,
+) -> Gate[AskT, ViewT]:
+    """A refusing row whose status and message are the code's row in ``codes.CODES``."""
     row = CODES[code]
     return Gate(number, name, row.status, row.code, row.message, refuses, action,
                 keeps_actions_on_refusal)
+
+
+def first_refusal(
+    gates: tuple[Gate[AskT, ViewT], ...], ask: AskT, view: ViewT
+) -> Gate[AskT, ViewT] | None:
+    """The first row that refuses (for sequences without actions, such as the admin API's)."""
+    return next((g for g in gates if g.refuses(ask, view)), None)
+
+
+Predicate = Callable[[Ask, RunnerView], bool]
+MachineGate = Gate[Ask, RunnerView]
+
+
+_row = gate_row
 
 
 def _never(ask: Ask, view: RunnerView) -> bool:
     return False
 
 
-def _act(number: int, name: str, step: Step) -> Gate:
+def _act(number: int, name: str, step: Step[Ask, RunnerView]) -> MachineGate:
     """A gate that only changes state (status 0 and no code: it never refuses)."""
     return Gate(number, name, 0, "", "", _never, step)
 
@@ -214,7 +229,7 @@ def _same(view: RunnerView) -> RunnerView:
     return view
 
 
-GATES: tuple[Gate, ...] = (
+GATES: tuple[MachineGate, ...] = (
     _row(0, "0 host", "invalid_host",
          lambda a, v: a.allowed_hosts is not None and (a.host or "").lower() not in a.allowed_hosts),
     # upstream's ctx.get('origin') is '' for an absent header, so an empty Origin counts as absent
