@@ -1,7 +1,8 @@
 """Admin API (protocol §7) and the admin web page of the simulated control plane.
 
-Rules (everything that decides an admin request lives at the top of this file and in
-``admin_gates``):
+Rules (everything that decides an admin request lives here and in ``admin_gates`` (the gates
+as rows), ``admin_schemas`` (strict bodies, the profile validator); ``admin_page`` serves the
+page; ``admin_deps.AdminDeps`` is all this package gets from the control plane):
 - Every route under ``/api/app/`` answers failures as ``{"error": <message>, "code": <code>}``
   (``codes.error_body``), never an HTML page and never a 500 with a traceback. Every response
   is ``no-store``.
@@ -37,7 +38,6 @@ import secrets
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -55,7 +55,9 @@ from .admin_gates import (
     AdminView,
     reads_body,
 )
-from .codes import NO_STORE, error_body, status_of
+from .admin_page import admin_page, admin_redirect, admin_static
+from .admin_schemas import LOGIN_SCHEMA, REGISTRATION_SCHEMA, AdminError, refused, validate
+from .codes import NO_STORE, error_body
 from .gates import first_refusal
 from .store import StoreError
 from .timings import Timings
@@ -67,96 +69,9 @@ CSRF_COOKIE = "yaoyao_csrf"
 CSRF_HEADER = "X-CSRF-Token"
 DEFAULT_SESSION_TTL = Timings.admin_session_ttl
 MAX_BODY_BYTES = 2 * 1024 * 1024
-NAME_MAX = 100
-PROFILES_MAX = 256
-PROFILE_MAX = 100
-LOGIN_FIELD_MAX = 4096
-STATIC_DIR = Path(__file__).with_name("static")
 ADMIN_LOG_MAX = 10_000
 _log = logging.getLogger(__name__)
 _UUID_RE = re.compile(r"^[0-9a-f-]{36}$")
-_PROFILE_BAD = re.compile(r"[/\\\x00-\x1f]")
-
-# -- strict body schemas: key → (required, validator) ------------------------------------------
-
-
-class AdminError(Exception):
-    """A refusal that becomes ``{"error","code"}`` with ``status``."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
-def _bad(message: str) -> AdminError:
-    return AdminError(400, "invalid_workspace_request", message)
-
-
-def _refused(code: str, message: str | None = None) -> AdminError:
-    """A refusal named by its row in ``codes.CODES`` (status and default message from there)."""
-    return AdminError(status_of(code), code, error_body(code, message)["error"])
-
-
-def _text(value: Any, *, lo: int, hi: int, what: str, trim: bool = True) -> str:
-    if not isinstance(value, str):
-        raise _bad(f"{what} must be a string")
-    text = value.strip() if trim else value
-    if not lo <= len(text) <= hi:
-        raise _bad(f"{what} must be {lo}–{hi} characters")
-    return text
-
-
-def _profiles(value: Any) -> list[str]:
-    """The schema's part (a list of 1-256 strings of 1-100 characters), then the profile
-    validator's (blank or bad characters → ``invalid_assigned_profiles``)."""
-    if not isinstance(value, list) or not 1 <= len(value) <= PROFILES_MAX:
-        raise _bad(f"allowedProfiles must be a list of 1–{PROFILES_MAX} profiles")
-    for item in value:
-        _text(item, lo=1, hi=PROFILE_MAX, what="profile", trim=False)
-    return validate_assigned_profiles(value)
-
-
-def validate_assigned_profiles(names: list[str]) -> list[str]:
-    """Trimmed, de-duplicated profile names; a blank one or a path character refuses all."""
-    out: list[str] = []
-    for item in names:
-        name = item.strip()
-        if not name or _PROFILE_BAD.search(name):
-            raise _refused("invalid_assigned_profiles",
-                           "profile names cannot be blank or contain '/', '\\' or control characters")
-        if name not in out:
-            out.append(name)
-    return out
-
-
-Validator = Callable[[Any], Any]
-REGISTRATION_SCHEMA: dict[str, tuple[bool, Validator]] = {
-    "name": (True, lambda v: _text(v, lo=1, hi=NAME_MAX, what="name")),
-    "sourceNodeId": (False, lambda v: _text(v, lo=1, hi=NAME_MAX, what="sourceNodeId", trim=False)),
-    "allowedProfiles": (True, _profiles),
-}
-LOGIN_SCHEMA: dict[str, tuple[bool, Validator]] = {
-    "username": (True, lambda v: _text(v, lo=1, hi=256, what="username")),
-    "password": (True, lambda v: _text(v, lo=1, hi=LOGIN_FIELD_MAX, what="password", trim=False)),
-}
-
-
-def validate(body: Any, schema: dict[str, tuple[bool, Validator]]) -> dict[str, Any]:
-    """Check ``body`` against a strict schema; unknown keys are refused."""
-    if not isinstance(body, dict):
-        raise _bad("body must be a JSON object")
-    extra = sorted(set(body) - set(schema))
-    if extra:
-        raise _bad("unknown field(s): " + ", ".join(k[:40] for k in extra[:5]))
-    out: dict[str, Any] = {}
-    for key, (required, check) in schema.items():
-        if key not in body:
-            if required:
-                raise _bad(f"{key} is required")
-            continue
-        out[key] = check(body[key])
-    return out
-
 
 # -- sessions ------------------------------------------------------------------------------------
 
@@ -286,7 +201,7 @@ async def _gate(request: web.Request, gates: tuple[AdminGate, ...]) -> Caller:
 def _signed_in(caller: Caller) -> tuple[AdminSession, Any]:
     """The session and account of a caller that passed a session gate."""
     if caller.session is None or caller.account is None:  # a route table without SESSION
-        raise AdminError(401, "authentication_required", "sign in first")
+        raise refused("authentication_required")
     return caller.session, caller.account
 
 
@@ -356,7 +271,7 @@ async def login(request: web.Request) -> web.Response:
     body = validate(caller.body, LOGIN_SCHEMA)
     account = await state.deps.store.check_password(body["username"], body["password"])
     if account is None or not account.active:
-        raise _refused("invalid_credentials")
+        raise refused("invalid_credentials")
     old = request.cookies.get(SESSION_COOKIE)
     if old:
         state.sessions.pop(old, None)
@@ -416,7 +331,7 @@ async def list_runners(request: web.Request) -> web.Response:
 
 async def runner_bundle(request: web.Request) -> web.Response:
     await _gate(request, READ_GATES)
-    raise _refused("runner_bundle_missing")
+    raise refused("runner_bundle_missing")
 
 
 _REGISTER_LOCK: web.AppKey[asyncio.Lock] = web.AppKey("admin_register_lock", asyncio.Lock)
@@ -432,13 +347,13 @@ async def register_runner(request: web.Request) -> web.Response:
     profiles: list[str] = body["allowedProfiles"]
     source = await store.get_source(source_id)
     if source is None:
-        raise _refused("workspace_not_found", "source not found")
+        raise refused("workspace_not_found", "source not found")
     if state.restrict_profiles:  # ⚑ harness extra, off by default (upstream has no such check)
         allowed = set(account.allowed_profiles)
         if source.allowed_profiles is not None:
             allowed &= set(source.allowed_profiles)
         if any(p not in allowed for p in profiles):
-            raise _refused("runner_profile_forbidden")
+            raise refused("runner_profile_forbidden")
     async with request.app[_REGISTER_LOCK]:
         record, token = await store.create_runner(
             name=body["name"],
@@ -454,49 +369,9 @@ async def delete_runner(request: web.Request) -> web.Response:
     deps = request.app[ADMIN_STATE].deps
     runner_id = request.match_info["runner_id"]
     if not _UUID_RE.match(runner_id) or await deps.store.get_runner(runner_id) is None:
-        raise _refused("workspace_not_found", "runner not found")
+        raise refused("workspace_not_found", "runner not found")
     await deps.disable_runner(runner_id)
     return _ok({"ok": True})
-
-
-# -- the page ------------------------------------------------------------------------------------
-
-_PAGE_HEADERS = {
-    "Cache-Control": "no-store",
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
-_STATIC_TYPES = {".html": "text/html", ".css": "text/css", ".js": "text/javascript"}
-
-
-async def admin_page(request: web.Request) -> web.StreamResponse:
-    return _static_file("index.html")
-
-
-async def admin_static(request: web.Request) -> web.StreamResponse:
-    name = request.match_info["name"]
-    if name not in {"app.css", "app.js"}:
-        raise web.HTTPNotFound()
-    return _static_file(name)
-
-
-def _static_file(name: str) -> web.Response:
-    path = STATIC_DIR / name
-    return web.Response(
-        body=path.read_bytes(),
-        content_type=_STATIC_TYPES[path.suffix],
-        charset="utf-8",
-        headers=_PAGE_HEADERS,
-    )
-
-
-async def admin_redirect(request: web.Request) -> web.StreamResponse:
-    raise web.HTTPFound("/admin/")
 
 
 def setup_admin(app: web.Application, deps: AdminDeps) -> None:
