@@ -530,3 +530,29 @@ class UploadStory(RuleBasedStateMachine):
 
 TestUploadStory = UploadStory.TestCase
 TestUploadStory.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+
+
+# -- over the wire: the audit's probe of the one high-severity artifact divergence ---------------
+
+
+async def test_wire_data_limit_is_on_the_base64_text(cp: Any, client: Any, reg: Any) -> None:
+    from fake_server_client import AutoRunner
+
+    raw = bytes(range(256)) * 4096  # 1 MiB raw: upstream answers 400
+    async with AutoRunner(client):
+        ch = await cp.open_channel(reg.runner_id)
+        base = {"connectionId": ch.connection_id, "id": str(uuid.uuid4())}
+        begun = await client.post("artifact", {**base, "phase": "begin", "name": "a.bin",
+                                               "size": len(raw), "digest": sha(raw)})
+        assert begun == (200, {"ok": True, "next": 0})
+        status, body = await client.post("artifact", {**base, "phase": "append", "index": 0,
+                                                      "data": b64(raw)})
+        assert (status, body["code"]) == (400, "invalid_workspace_request")
+        half = 3 * MIB // 4  # 786,432 bytes = 1,048,576 characters: the largest chunk
+        for index, part in enumerate((raw[:half], raw[half:])):
+            status, body = await client.post("artifact", {
+                **base, "phase": "append", "index": index,
+                "data": base64.encodebytes(part).decode() if index else b64(part)})
+            assert status == 200 and body["next"] == index + 1, body
+        assert (await client.post("artifact", {**base, "phase": "finish"}))[0] == 200
+        assert [a.data for _, a in cp.artifacts] == [raw]
