@@ -196,7 +196,6 @@ def first_refusal(
     return next((g for g in gates if g.refuses(ask, view)), None)
 
 
-Predicate = Callable[[Ask, RunnerView], bool]
 MachineGate = Gate[Ask, RunnerView]
 
 
