@@ -7,41 +7,52 @@ Rules of this module
 * No I/O, no clock of its own: the caller passes ``now`` (seconds, any monotonic origin).
 * One ``ArtifactUploads`` object per runner. Upload ids are scoped to the runner; the
   ``connectionId`` given at ``begin`` is part of the upload's metadata.
-* Every refusal is a ``(status, {"error", "code"})`` pair from ``ERRORS``; nothing raises.
+* Limits come from ``timings.Limits`` (the one table of sizes); refusals are rows of
+  ``codes.CODES`` built with ``error_body``; nothing raises.
 
-Theory of operation
--------------------
+Theory of operation (upstream ``runnerHub.ts``, route ``artifact``)
+-------------------------------------------------------------------
 A body is checked in this order (first failure wins)::
 
-    1 shape   strict keys & types (Zod-like)          400 invalid_workspace_request
-    2 channel connectionId valid & owned by runner    403 artifact_forbidden
-    3 phase   begin | append | finish (table below)
+    1 shape   strict keys & types, as upstream's zod 4 schema   400 invalid_workspace_request
+    2 channel connectionId valid & owned by runner               403 artifact_forbidden
+    3 phase   begin | append | finish (below)
+
+Shape: ``connectionId`` and ``id`` are RFC 9562 UUIDs as zod 4 checks them (version 1-8,
+variant 8/9/a/b, either case, or the nil / max UUID); ``name`` 1-240 UTF-16 units; ``size`` an
+integer 0-25 MiB; ``digest`` lower-case sha256 hex; ``index`` an integer ≥ 0; ``data`` a string
+of at most 1,048,576 UTF-16 units (the limit is on the base64 **text**, so a chunk decodes to at
+most 786,432 bytes).
 
 ``begin``  needs ``name``, ``size``, ``digest`` (else 400 artifact_invalid). A known id with the
            same metadata (channel, name, size, digest) is an idempotent repeat; different
-           metadata → 409 idempotency_conflict. A new upload must keep ≤ 8 unfinished uploads
-           on its channel and ≤ 64 MiB of declared unfinished bytes per runner (429 artifact_limit).
-``append`` needs ``index`` and ``data``; unknown id (or id of another channel) → 404
-           artifact_missing. ``index < next``: a resend, must carry the same bytes (else 409
-           idempotency_conflict). ``index > next``, an empty chunk, or bytes past the declared
-           size → 409 artifact_invalid. ``index == next`` stores the chunk.
+           metadata → 409 idempotency_conflict. A new upload needs fewer than 8 uploads on its
+           channel, finished ones included, and ≤ 64 MiB of declared unfinished bytes per runner
+           (429 artifact_limit).
+``append`` unknown id (or id of another channel) → 404 artifact_missing; no ``index`` or
+           ``data``, or the upload is already finished → 400 artifact_invalid. ``data`` is
+           decoded as Node's ``Buffer.from(data, "base64")``: characters outside the base64 and
+           base64url alphabets (whitespace included) are skipped, decoding stops at the first
+           ``=``. ``index < next``: a resend, must carry the same bytes (else 409
+           idempotency_conflict). ``index > next`` or bytes past the declared size → 409
+           artifact_invalid. ``index == next`` stores the chunk (an empty chunk too).
 ``finish`` unknown → 404 artifact_missing; fewer bytes than declared → 409 artifact_incomplete;
-           sha256 mismatch → 409 artifact_digest_mismatch (the upload is dropped); otherwise the
-           file is published exactly once and every repeated finish returns the same result.
+           sha256 mismatch → 409 artifact_digest_mismatch (the upload is kept, so a repeated
+           finish answers the same); otherwise the file is published exactly once and every
+           repeated finish returns the same result.
 
-Success body: ``{"ok": true, "next": <int>, "result": <dict|null>}``.
-``next`` is the index of the next chunk the server expects (= chunks stored so far);
-``result`` is ``null`` until finish, then ``{"name", "size", "digest"}``. **Our choice**: the
-upstream fixes the keys ``ok, next, result`` but not their contents (protocol-reference §9).
-Other choices of ours where upstream is undetermined: ``connectionId`` and ``id`` are UUIDs;
-``size`` may be 0; ``digest`` is lowercase hex; ``data`` is standard base64 (padding optional);
-chunks may be any size from 1 byte to 1 MiB; the per-channel limit counts *unfinished* uploads;
-the per-runner byte limit counts *declared* sizes of unfinished uploads; idle uploads (finished
-or not) are dropped by ``sweep(now)`` after ``ArtifactLimits.orphan_after`` seconds.
+Success body: ``{"ok": true, "next": <int>}`` plus ``"result"`` once finished (upstream's
+``result`` is undefined until then, so JSON leaves the key out). ``next`` is the index of the
+next chunk the server expects (= chunks stored so far). ⚑ ``result`` after finish is
+``{"name", "size", "digest"}``: upstream returns whatever ``publishArtifact`` gives.
+⚑ Idle uploads (finished or not) are dropped by ``sweep(now)`` after ``orphan_after`` seconds;
+upstream drops them once their connection is gone (5 s tick) and keeps finished ones while it
+lives. ⚑ Upstream's channel must also be able to publish (``publishArtifact``); here any valid
+channel can.
 
 Public API (used by the aiohttp handler and the harness)::
 
-    uploads = ArtifactUploads(limits=ArtifactLimits(), on_publish=None)
+    uploads = ArtifactUploads(limits=Limits(), orphan_after=300.0, on_publish=None)
     reply = uploads.handle(body, channel_ok=lambda cid: ..., now=clock())  # -> Reply
     status, payload = reply                       # Reply is a NamedTuple (status, body)
     uploads.published                             # list[PublishedArtifact], in publish order
@@ -53,7 +64,6 @@ Public API (used by the aiohttp handler and the harness)::
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import math
 import re
@@ -61,12 +71,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .gates import UUID_RE
+from .codes import CODES, error_body
+from .timings import Limits, Timings
 from .tool_calls import js_length
 
-MIB = 1024 * 1024
-
-#: Every refusal this module can give: name → (HTTP status, code).
+#: zod 4's ``z.string().uuid()``: RFC 9562 (version 1-8, variant 8/9/a/b) or the nil / max UUID.
+ZOD_UUID_RE = re.compile(
+    r"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
+    r"|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$"
+)
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_PHASES = ("begin", "append", "finish")
+#: Refusal name → (HTTP status, code); the message is the code's row in ``CODES`` or below.
 ERRORS: dict[str, tuple[int, str]] = {
     "shape": (400, "invalid_workspace_request"),
     "forbidden": (403, "artifact_forbidden"),
@@ -79,35 +95,11 @@ ERRORS: dict[str, tuple[int, str]] = {
     "incomplete": (409, "artifact_incomplete"),
     "digest": (409, "artifact_digest_mismatch"),
 }
-
-MESSAGES: dict[str, str] = {
-    "shape": "invalid request",
-    "forbidden": "artifact channel is not available",
+_MESSAGES: dict[str, str] = {
     "invalid_begin": "artifact begin needs name, size and digest",
-    "invalid_append": "artifact append needs index and data",
-    "conflict": "artifact id reused with different content",
-    "limit": "too many artifact uploads",
-    "missing": "unknown artifact upload",
+    "invalid_append": "artifact append needs index and data, before finish",
     "invalid_chunk": "artifact chunk out of order or over the declared size",
-    "incomplete": "artifact upload is incomplete",
-    "digest": "artifact digest does not match",
 }
-
-
-@dataclass(frozen=True)
-class ArtifactLimits:
-    """Limits of protocol-reference §5 (artifacts) plus our orphan timeout."""
-
-    max_size: int = 25 * MIB
-    max_chunk: int = 1 * MIB
-    uploads_per_channel: int = 8
-    unfinished_bytes: int = 64 * MIB
-    orphan_after: float = 300.0
-
-
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
-_PHASES = ("begin", "append", "finish")
 
 
 def _is_int(v: object) -> bool:
@@ -119,25 +111,16 @@ def _is_int(v: object) -> bool:
     return isinstance(v, float) and math.isfinite(v) and v.is_integer()
 
 
-def _max_b64(limits: ArtifactLimits) -> int:
-    return 4 * math.ceil(limits.max_chunk / 3)
-
-
 #: Shape checks as data: key → predicate(value, limits). Keys not listed here are refused.
-FIELDS: dict[str, Callable[[Any, ArtifactLimits], bool]] = {
-    "connectionId": lambda v, _l: isinstance(v, str) and bool(UUID_RE.match(v)),
-    "id": lambda v, _l: isinstance(v, str) and bool(UUID_RE.match(v)),
+FIELDS: dict[str, Callable[[Any, Limits], bool]] = {
+    "connectionId": lambda v, _l: isinstance(v, str) and bool(ZOD_UUID_RE.match(v)),
+    "id": lambda v, _l: isinstance(v, str) and bool(ZOD_UUID_RE.match(v)),
     "phase": lambda v, _l: isinstance(v, str) and v in _PHASES,
     "name": lambda v, _l: isinstance(v, str) and 1 <= js_length(v) <= 240,
-    "size": lambda v, lim: _is_int(v) and 0 <= v <= lim.max_size,
+    "size": lambda v, lim: _is_int(v) and 0 <= v <= lim.artifact_size,
     "digest": lambda v, _l: isinstance(v, str) and bool(_HEX64.match(v)),
     "index": lambda v, _l: _is_int(v) and 0 <= v <= 2**53 - 1,
-    "data": lambda v, lim: (
-        isinstance(v, str)
-        and len(v) <= _max_b64(lim)
-        and bool(_B64.match(v))
-        and len(v.rstrip("=")) % 4 != 1
-    ),
+    "data": lambda v, lim: isinstance(v, str) and js_length(v) <= lim.artifact_chunk,
 }
 REQUIRED = ("connectionId", "id", "phase")
 #: Fields a phase needs beyond the shape (missing → the phase's error).
@@ -196,17 +179,27 @@ class _Upload:
 
 def _error(name: str) -> Reply:
     status, code = ERRORS[name]
-    return Reply(status, {"error": MESSAGES[name], "code": code})
+    return Reply(status, error_body(code, _MESSAGES.get(name, CODES[code].message)))
 
 
 def _ok(upload: _Upload) -> Reply:
-    return Reply(200, {"ok": True, "next": len(upload.chunk_digests), "result": upload.result})
+    body: dict[str, Any] = {"ok": True, "next": len(upload.chunk_digests)}
+    if upload.result is not None:
+        body["result"] = upload.result
+    return Reply(200, body)
 
 
-def _decode(data: str) -> bytes:
-    padded = data.rstrip("=")
-    padded += "=" * (-len(padded) % 4)
-    return base64.b64decode(padded, validate=True)
+_NOT_B64 = re.compile(r"[^A-Za-z0-9+/\-_=]")
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
+def node_base64(data: str) -> bytes:
+    """``Buffer.from(data, "base64")``: skip characters outside both alphabets, accept ``-_``,
+    stop at the first ``=``; a lone trailing sextet yields no byte. Never fails."""
+    text = _NOT_B64.sub("", data).split("=", 1)[0].translate(_URL_SAFE)
+    if len(text) % 4 == 1:
+        text = text[:-1]
+    return base64.b64decode(text + "=" * (-len(text) % 4))
 
 
 class ArtifactUploads:
@@ -214,10 +207,12 @@ class ArtifactUploads:
 
     def __init__(
         self,
-        limits: ArtifactLimits | None = None,
+        limits: Limits | None = None,
+        orphan_after: float = Timings.artifact_orphan_after,
         on_publish: Callable[[PublishedArtifact], None] | None = None,
     ) -> None:
-        self.limits = limits or ArtifactLimits()
+        self.limits = limits or Limits()
+        self.orphan_after = orphan_after
         self.on_publish = on_publish
         self.published: list[PublishedArtifact] = []
         self._uploads: dict[str, _Upload] = {}
@@ -275,9 +270,10 @@ class ArtifactUploads:
             known.last = now
             return _ok(known)
         cid = meta[0]
-        if len(self.active(cid)) >= self.limits.uploads_per_channel:
+        on_channel = sum(1 for u in self._uploads.values() if u.connection_id == cid)
+        if on_channel >= self.limits.artifacts_per_channel:
             return _error("limit")
-        if self.unfinished_bytes + meta[2] > self.limits.unfinished_bytes:
+        if self.unfinished_bytes + meta[2] > self.limits.artifact_unfinished:
             return _error("limit")
         upload = _Upload(uid, cid, meta[1], meta[2], meta[3], last=now)
         self._uploads[uid] = upload
@@ -293,20 +289,17 @@ class ArtifactUploads:
         upload = self._lookup(body)
         if upload is None:
             return _error("missing")
+        if upload.finished:
+            return _error("invalid_append")
         index = int(body["index"])
-        try:
-            chunk = _decode(body["data"])
-        except (binascii.Error, ValueError):
-            return _error("shape")
-        if len(chunk) > self.limits.max_chunk:
-            return _error("shape")
+        chunk = node_base64(body["data"])
         upload.last = now
         stored = len(upload.chunk_digests)
         if index < stored:
             if hashlib.sha256(chunk).digest() != upload.chunk_digests[index]:
                 return _error("conflict")
             return _ok(upload)
-        if index > stored or not chunk or upload.received + len(chunk) > upload.size:
+        if index > stored or upload.received + len(chunk) > upload.size:
             return _error("invalid_chunk")
         upload.chunks.append(chunk)
         upload.chunk_digests.append(hashlib.sha256(chunk).digest())
@@ -324,8 +317,7 @@ class ArtifactUploads:
             return _error("incomplete")
         data = b"".join(upload.chunks)
         if hashlib.sha256(data).hexdigest() != upload.digest:
-            del self._uploads[upload.upload_id]
-            return _error("digest")
+            return _error("digest")  # kept, as upstream: a repeated finish answers the same
         upload.chunks = []
         upload.result = {"name": upload.name, "size": upload.size, "digest": upload.digest}
         record = PublishedArtifact(
@@ -339,9 +331,9 @@ class ArtifactUploads:
 
     # -- lifecycle -------------------------------------------------------------------------
     def sweep(self, now: float) -> int:
-        """Drop uploads idle for longer than ``orphan_after``; returns how many."""
+        """Drop uploads idle for longer than ``orphan_after`` seconds; returns how many."""
         stale = [
-            uid for uid, u in self._uploads.items() if now - u.last > self.limits.orphan_after
+            uid for uid, u in self._uploads.items() if now - u.last > self.orphan_after
         ]
         for uid in stale:
             del self._uploads[uid]

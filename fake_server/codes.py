@@ -34,6 +34,40 @@ def _table(*rows: Code) -> dict[str, Code]:
 CODES: dict[str, Code] = _table(
     # --- machine API, hub, relay (lifecycle) ---
     # --- gates, admin, artifacts ---
+    # machine-API gates (§2.3), in gate order
+    Code("invalid_host", 421, "invalid host"),
+    Code("runner_unauthorized", 403, "runner unauthorized"),
+    Code("not_found", 404, "unknown route"),
+    Code("runner_protocol_mismatch", 409, "runner protocol mismatch"),
+    Code("runner_instance_changed", 409, "runner instance changed"),
+    Code("runner_instance_retired", 409, "runner instance retired"),
+    Code("runner_instance_limit", 409, "too many replaced runner instances"),
+    Code("runner_epoch_changed", 409, "runner epoch changed"),
+    Code("method_not_allowed", 405, "method not allowed"),
+    Code("runner_payload_limit", 413, "request body too large"),
+    Code("invalid_json", 400, "invalid JSON body"),
+    # artifact uploads (§2.6); artifact_invalid is also sent with 409 (chunk order or size)
+    Code("invalid_workspace_request", 400, "invalid request"),
+    Code("artifact_forbidden", 403, "artifact channel is not available"),
+    Code("artifact_invalid", 400, "artifact request is invalid"),
+    Code("idempotency_conflict", 409, "id reused with different content"),
+    Code("artifact_limit", 429, "too many artifact uploads"),
+    Code("artifact_missing", 404, "unknown artifact upload"),
+    Code("artifact_incomplete", 409, "artifact upload is incomplete"),
+    Code("artifact_digest_mismatch", 409, "artifact digest does not match"),
+    # admin API (§7), in check order; invalid_json_body is also sent with 413 (body too large)
+    Code("invalid_origin", 403, "cross-origin request refused"),
+    Code("invalid_csrf", 403, "missing or wrong CSRF token"),
+    Code("invalid_content_type", 415, "body must be application/json"),
+    Code("invalid_json_body", 400, "body is not valid JSON"),
+    Code("authentication_required", 401, "sign in first"),
+    Code("admin_required", 403, "administrator account required"),
+    Code("invalid_credentials", 401, "wrong user name or password"),
+    Code("invalid_assigned_profiles", 400, "invalid profile names"),
+    Code("runner_profile_forbidden", 403, "profile not allowed for this account or source"),
+    Code("workspace_not_found", 404, "not found"),
+    Code("runner_bundle_missing", 404, "runner bundle not built"),
+    Code("internal_error", 500, "internal error"),
 )
 
 

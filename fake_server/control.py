@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from .admin import setup_admin
+from .admin_deps import AdminDeps
 from .artifacts import PublishedArtifact
 from .clock import Clock, SystemClock
 from .commands import Event, Outcome
@@ -194,7 +195,10 @@ class ControlPlane:
     async def _serve(self) -> None:
         app = web.Application(client_max_size=self.limits.desktop_body + 1024)
         setup_machine(app, self)
-        setup_admin(app, self)
+        setup_admin(app, AdminDeps(
+            store=self.store, clock=self.clock, own_origin=lambda: self.url,
+            is_online=self.is_online, disable_runner=self.disable_runner, timings=self.timings,
+        ))
         self.app = app
         runner = JsonErrorAppRunner(app, handler_cancellation=True, access_log=None)
         await runner.setup()

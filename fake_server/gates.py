@@ -1,16 +1,27 @@
 """The machine-API gate sequence of protocol 1 (§2.3), sans-IO.
 
 Rules (everything that decides whether a runner request gets past the front door lives here):
-- The gates run in the fixed order of ``GATES``; the first refusal wins. Gate 0 is the Host
+- The gates are the rows of ``GATES`` (``Gate(number, name, status, code, message, refuses,
+  action)``) and ``decide`` runs them in order; the first refusal wins. Gate 0 is the Host
   allow-list of §2.1 (421 ``invalid_host``), which upstream runs before the runner middleware.
 - Gates 1-7 look only at headers and the runner's in-memory state; they never read the body.
-- Gates 3, 6 and 8 do not refuse but *change* state; they are returned as ``Action``s, in order,
-  for the hub to apply, so this module stays free of I/O and of the hub's data structures.
-- Gates 9-10 (method, then body) run after the state change of gate 8, as upstream does.
+- Gates 3, 6 and 8 *change* state: their ``action`` is returned as an ``Action``, in order, for
+  the hub to apply, and ``decide`` applies its effect to a copy of the view the later gates see
+  (``RunnerView`` is frozen: no gate mutates its input). Gate 6 may also refuse (the 256 limit).
+- Gates 9-10 (method, then body) run after the state change of gate 8, as upstream does; gate 9
+  is marked ``keeps_actions_on_refusal`` for that reason.
+- Gate 2: ``x-runner-instance`` must match ``^[0-9a-f-]{36}$`` (lower case, as upstream).
+- Gate 1: an empty ``Origin`` counts as absent (upstream reads ``ctx.get('origin')``).
+- ``x-runner-features`` (``parse_features``): absent or empty leaves the stored list alone;
+  otherwise ``split(",")``, no trim, no de-duplication, unknown names dropped.
+- ⚑ Host allow-list: the exact ``host:port`` set the control plane computes; upstream also
+  accepts a private host with no port, 80 or 443 (and configured hosts on any port).
 - An unknown route is refused after gate 1 with 404 ``not_found`` (upstream mounts only the
   listed routes; what it answers for others is not determined, so we pick the least informative).
 
-This module knows nothing of the runner implementation; it judges a request from the wire.
+This module knows nothing of the runner implementation; it judges a request from the wire. The
+runner side has its own, independent reading of these rules in ``runner_ref`` (written twice on
+purpose, so that each can be checked against the other).
 """
 
 from __future__ import annotations
@@ -20,11 +31,13 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+from .codes import CODES
 
 ROUTES = frozenset(
     {
@@ -44,6 +57,10 @@ ACCEPTED_FEATURES = (
 _ACCEPTED = frozenset(ACCEPTED_FEATURES)
 
 RUNNER_ID_RE = re.compile(r"^[0-9a-f-]{36}$")
+#: Gate 2's instance format, as upstream's middleware: 36 characters of lower-case hex and dashes
+#: (so an upper-case UUID is refused, and an oddly dashed 36-character string is not).
+INSTANCE_RE = re.compile(r"^[0-9a-f-]{36}$")
+#: Any-case 8-4-4-4-12 hex; used by ``tool_calls`` for the server-issued ``leaseId``.
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
@@ -52,6 +69,11 @@ class Refusal:
     status: int
     code: str
     message: str
+
+
+def _refusal(code: str) -> Refusal:
+    row = CODES[code]
+    return Refusal(row.status, row.code, row.message)
 
 
 class Action(Enum):
@@ -66,7 +88,7 @@ class Ask:
 
     route: str
     method: str
-    has_origin: bool
+    origin: str | None
     authorization: str | None
     instance: str | None
     protocol: str | None
@@ -76,25 +98,46 @@ class Ask:
     host: str | None = None
     allowed_hosts: frozenset[str] | None = None  # None: any Host (the check is off)
 
+    @classmethod
+    def from_headers(
+        cls, route: str, method: str, headers: Mapping[str, str],
+        allowed_hosts: frozenset[str] | None = None,
+    ) -> Ask:
+        """The gates' view of a request's headers (header names are case-insensitive)."""
+        return cls(
+            route=route,
+            method=method,
+            origin=headers.get("Origin"),
+            authorization=headers.get("Authorization"),
+            instance=headers.get("x-runner-instance"),
+            protocol=headers.get("x-runner-protocol"),
+            epoch=headers.get("x-runner-epoch"),
+            reset=headers.get("x-runner-reset") == "1",
+            features=headers.get("x-runner-features"),
+            host=headers.get("Host"),
+            allowed_hosts=allowed_hosts,
+        )
 
-@dataclass
+
+@dataclass(frozen=True)
 class RunnerView:
-    """What the gates need to know about the runner (filled in by the hub)."""
+    """What the gates need to know about the runner (filled in by the hub; never mutated)."""
 
     exists: bool = False
     enabled: bool = False
     token_hash: str = ""
     online_instance: str | None = None
     online_epoch: str | None = None
-    retired: AbstractSet[str] = field(default_factory=frozenset)  # read-only here
+    retired: AbstractSet[str] = field(default_factory=frozenset)
     retired_limit: int = 256
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decision:
     refusal: Refusal | None
     actions: list[Action]
     gate: str  # name of the refusing gate, or "passed"
+    view: RunnerView  # the view as the gates left it (a copy; the input is untouched)
 
 
 def _bearer_ok(ask: Ask, view: RunnerView) -> bool:
@@ -105,108 +148,130 @@ def _bearer_ok(ask: Ask, view: RunnerView) -> bool:
     return hmac.compare_digest(got.encode(), (view.token_hash or "x").encode())
 
 
-# Each gate: (name, check) where check(ask, view, actions) -> Refusal | None and may append
-# actions. The view is updated in place by actions that the *following* gates must see.
-Gate = Callable[[Ask, RunnerView, list[Action]], Refusal | None]
+AskT = TypeVar("AskT")
+ViewT = TypeVar("ViewT")
 
 
-def _g0_host(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    if ask.allowed_hosts is not None and (ask.host or "").lower() not in ask.allowed_hosts:
-        return Refusal(421, "invalid_host", "invalid host")
-    return None
+@dataclass(frozen=True)
+class Step(Generic[AskT, ViewT]):
+    """A state change a gate asks for: when ``applies``, ``action`` is returned for the caller to
+    apply and ``effect`` updates the (copied) view the later gates see."""
+
+    action: Action
+    applies: Callable[[AskT, ViewT], bool]
+    effect: Callable[[ViewT], ViewT]
 
 
-def _g1_auth(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    if ask.has_origin or not view.exists or not view.enabled or not _bearer_ok(ask, view):
-        return Refusal(403, "runner_unauthorized", "runner unauthorized")
-    return None
+@dataclass(frozen=True)
+class Gate(Generic[AskT, ViewT]):
+    """One row of a gate sequence: refused with (status, code, message) when ``refuses`` holds,
+    else ``action`` (if any) applies. A gate that only acts never refuses (status 0, no code).
+    The same row type serves the machine API (``GATES``) and the admin API (``admin_gates``)."""
+
+    number: int | None  # the reference's number; None for a check it does not number
+    name: str
+    status: int
+    code: str
+    message: str
+    refuses: Callable[[AskT, ViewT], bool]
+    action: Step[AskT, ViewT] | None = None
+    #: Upstream answers this refusal after the state change of gate 8, so the actions stay.
+    keeps_actions_on_refusal: bool = False
 
 
-def _g_route(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    if ask.route not in ROUTES:
-        return Refusal(404, "not_found", "unknown runner route")
-    return None
+def gate_row(
+    number: int | None, name: str, code: str, refuses: Callable[[AskT, ViewT], bool],
+    action: Step[AskT, ViewT] | None = None, *, keeps_actions_on_refusal: bool = False,
+) -> Gate[AskT, ViewT]:
+    """A refusing row whose status and message are the code's row in ``codes.CODES``."""
+    row = CODES[code]
+    return Gate(number, name, row.status, row.code, row.message, refuses, action,
+                keeps_actions_on_refusal)
 
 
-def _g2_protocol(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    if ask.instance is None or not UUID_RE.match(ask.instance) or ask.protocol != "1":
-        return Refusal(409, "runner_protocol_mismatch", "runner protocol mismatch")
-    return None
+def first_refusal(
+    gates: tuple[Gate[AskT, ViewT], ...], ask: AskT, view: ViewT
+) -> Gate[AskT, ViewT] | None:
+    """The first row that refuses (for sequences without actions, such as the admin API's)."""
+    return next((g for g in gates if g.refuses(ask, view)), None)
 
 
-def _g3_reset(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    if ask.route == "poll" and ask.reset and view.online_instance == ask.instance:
-        actions.append(Action.RESET)
-        view.online_instance = view.online_epoch = None
-    return None
+MachineGate = Gate[Ask, RunnerView]
 
 
-def _g4_instance(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    if ask.route != "poll" and (view.online_instance is None or view.online_instance != ask.instance):
-        return Refusal(409, "runner_instance_changed", "runner instance changed")
-    return None
+_row = gate_row
 
 
-def _g5_retired(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    if ask.instance in view.retired:
-        return Refusal(409, "runner_instance_retired", "runner instance retired")
-    return None
+def _never(ask: Ask, view: RunnerView) -> bool:
+    return False
 
 
-def _g6_replace(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    if ask.route == "poll" and view.online_instance is not None and view.online_instance != ask.instance:
-        if len(view.retired) >= view.retired_limit:
-            return Refusal(409, "runner_instance_limit", "too many replaced runner instances")
-        actions.append(Action.REPLACE)
-        view.retired = view.retired | {view.online_instance}
-        view.online_instance = view.online_epoch = None
-    return None
+def _act(number: int, name: str, step: Step[Ask, RunnerView]) -> MachineGate:
+    """A gate that only changes state (status 0 and no code: it never refuses)."""
+    return Gate(number, name, 0, "", "", _never, step)
 
 
-def _g7_epoch(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    if ask.route != "poll" and ask.epoch != view.online_epoch:
-        return Refusal(409, "runner_epoch_changed", "runner epoch changed")
-    return None
+def _offline(view: RunnerView) -> RunnerView:
+    return replace(view, online_instance=None, online_epoch=None)
 
 
-def _g8_online(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    actions.append(Action.ENSURE_ONLINE)
-    return None
+def _retire(view: RunnerView) -> RunnerView:
+    assert view.online_instance is not None
+    return _offline(replace(view, retired=frozenset(view.retired) | {view.online_instance}))
 
 
-def _g9_method(ask: Ask, view: RunnerView, actions: list[Action]) -> Refusal | None:
-    want = "GET" if ask.route == "poll" else "POST"
-    if ask.method != want:
-        return Refusal(405, "method_not_allowed", "method not allowed")
-    return None
+def _replaces(ask: Ask, view: RunnerView) -> bool:
+    return ask.route == "poll" and view.online_instance is not None and view.online_instance != ask.instance
 
 
-GATES: tuple[tuple[str, Gate], ...] = (
-    ("0 host", _g0_host),
-    ("1 unauthorized", _g1_auth),
-    ("route", _g_route),
-    ("2 protocol", _g2_protocol),
-    ("3 reset", _g3_reset),
-    ("4 instance", _g4_instance),
-    ("5 retired", _g5_retired),
-    ("6 replace", _g6_replace),
-    ("7 epoch", _g7_epoch),
-    ("8 online", _g8_online),
-    ("9 method", _g9_method),
+def _same(view: RunnerView) -> RunnerView:
+    return view
+
+
+GATES: tuple[MachineGate, ...] = (
+    _row(0, "0 host", "invalid_host",
+         lambda a, v: a.allowed_hosts is not None and (a.host or "").lower() not in a.allowed_hosts),
+    # upstream's ctx.get('origin') is '' for an absent header, so an empty Origin counts as absent
+    _row(1, "1 unauthorized", "runner_unauthorized",
+         lambda a, v: bool(a.origin) or not v.exists or not v.enabled or not _bearer_ok(a, v)),
+    _row(None, "route", "not_found", lambda a, v: a.route not in ROUTES),
+    _row(2, "2 protocol", "runner_protocol_mismatch",
+         lambda a, v: a.instance is None or not INSTANCE_RE.match(a.instance) or a.protocol != "1"),
+    _act(3, "3 reset", Step(
+        Action.RESET,
+        lambda a, v: a.route == "poll" and a.reset and v.online_instance == a.instance,
+        _offline)),
+    _row(4, "4 instance", "runner_instance_changed",
+         lambda a, v: a.route != "poll" and (v.online_instance is None or v.online_instance != a.instance)),
+    _row(5, "5 retired", "runner_instance_retired", lambda a, v: a.instance in v.retired),
+    _row(6, "6 replace", "runner_instance_limit",
+         lambda a, v: _replaces(a, v) and len(v.retired) >= v.retired_limit,
+         Step(Action.REPLACE, _replaces, _retire)),
+    _row(7, "7 epoch", "runner_epoch_changed",
+         lambda a, v: a.route != "poll" and a.epoch != v.online_epoch),
+    _act(8, "8 online", Step(Action.ENSURE_ONLINE, lambda a, v: True, _same)),
+    _row(9, "9 method", "method_not_allowed",
+         lambda a, v: a.method != ("GET" if a.route == "poll" else "POST"),
+         keeps_actions_on_refusal=True),
 )
 
 
 def decide(ask: Ask, view: RunnerView) -> Decision:
-    """Run gates 0-9 in order. Gate 10 (body) is ``check_body`` once the body is read."""
+    """Run gates 0-9 in order on a copy of ``view``. Gate 10 (body) is ``check_body``.
+
+    State changes take effect only when every gate up to 8 passed; a refusal by a gate marked
+    ``keeps_actions_on_refusal`` (the method, after gate 8) keeps them, as upstream."""
     actions: list[Action] = []
-    for name, gate in GATES:
-        refusal = gate(ask, view, actions)
-        if refusal is not None:
-            # State changes only take effect when every gate up to 8 passed, except that a
-            # refusal after gate 8 (method) still leaves the runner online, as upstream.
-            kept = actions if name == "9 method" else []
-            return Decision(refusal, kept, name)
-    return Decision(None, actions, "passed")
+    seen = view
+    for gate in GATES:
+        if gate.refuses(ask, seen):
+            kept = actions if gate.keeps_actions_on_refusal else []
+            return Decision(Refusal(gate.status, gate.code, gate.message), kept, gate.name, seen)
+        step = gate.action
+        if step is not None and step.applies(ask, seen):
+            actions.append(step.action)
+            seen = step.effect(seen)
+    return Decision(None, actions, "passed", seen)
 
 
 def body_limit(route: str, request_body: int, desktop_body: int) -> int:
@@ -220,12 +285,12 @@ def _no_constant(name: str) -> Any:
 def check_body(raw: bytes | None, limit: int) -> tuple[dict[str, Any] | None, Refusal | None]:
     """Gate 10: size, then JSON object. ``raw`` None means the body exceeded ``limit``."""
     if raw is None or len(raw) > limit:
-        return None, Refusal(413, "runner_payload_limit", "request body too large")
+        return None, _refusal("runner_payload_limit")
     try:
         # As JSON.parse over a UTF-8 decoded Buffer: bad bytes become U+FFFD, NaN/Infinity refused.
         value = json.loads(raw.decode("utf-8", errors="replace"), parse_constant=_no_constant)
     except (ValueError, RecursionError):
-        return None, Refusal(400, "invalid_json", "invalid JSON body")
+        return None, _refusal("invalid_json")
     if not isinstance(value, dict):
         return None, Refusal(400, "invalid_json", "body must be a JSON object")
     return value, None
@@ -233,15 +298,11 @@ def check_body(raw: bytes | None, limit: int) -> tuple[dict[str, Any] | None, Re
 
 @functools.lru_cache(maxsize=256)
 def parse_features(header: str | None) -> tuple[str, ...] | None:
-    """Accepted features in header order; None when the header is absent or empty (keep stored)."""
-    if header is None:
+    """The accepted features of an ``x-runner-features`` header, in header order.
+
+    As upstream: a header that is absent or empty gives None (the list is left unchanged);
+    otherwise ``split(",")`` with no trimming and no de-duplication, unknown names dropped, so
+    ``"a, b"`` keeps only ``a`` and ``",,"`` gives ``()``."""
+    if not header:
         return None
-    names = [n.strip() for n in header.split(",")]
-    names = [n for n in names if n]
-    if not names:
-        return None
-    seen: list[str] = []
-    for n in names:
-        if n in _ACCEPTED and n not in seen:
-            seen.append(n)
-    return tuple(seen)
+    return tuple(name for name in header.split(",") if name in _ACCEPTED)

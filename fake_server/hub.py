@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from .artifacts import ArtifactLimits, ArtifactUploads, PublishedArtifact
+from .artifacts import ArtifactUploads, PublishedArtifact
 from .clock import Clock, TimerHandle
 from .commands import (
     NOT_ADMITTED,
@@ -249,11 +249,6 @@ class Hub:
         self.faults = faults
         self.slots: dict[str, Slot] = {}
         self._on_publish = on_publish
-        self._artifact_limits = ArtifactLimits(
-            max_size=limits.artifact_size, max_chunk=limits.artifact_chunk,
-            uploads_per_channel=limits.artifacts_per_channel,
-            unfinished_bytes=limits.artifact_unfinished, orphan_after=timings.artifact_orphan_after,
-        )
         self._watchdog: TimerHandle | None = None
         self.closed = False
 
@@ -262,7 +257,7 @@ class Hub:
     def slot(self, runner_id: str) -> Slot:
         s = self.slots.get(runner_id)
         if s is None:
-            s = Slot(runner_id, uploads=ArtifactUploads(self._artifact_limits))
+            s = Slot(runner_id, uploads=ArtifactUploads(self.limits, self.timings.artifact_orphan_after))
             if self._on_publish is not None:
                 cb = self._on_publish
                 s.uploads.on_publish = lambda art: cb(runner_id, art)

@@ -123,19 +123,7 @@ async def _handle(
     h = request.headers
     hub = cp.hub
     record = await cp.store.get_runner(runner_id) if RUNNER_ID_RE.match(runner_id) else None
-    ask = Ask(
-        route=route,
-        method=request.method,
-        has_origin="Origin" in h,
-        authorization=h.get("Authorization"),
-        instance=h.get("x-runner-instance"),
-        protocol=h.get("x-runner-protocol"),
-        epoch=h.get("x-runner-epoch"),
-        reset=h.get("x-runner-reset") == "1",
-        features=h.get("x-runner-features"),
-        host=h.get("Host"),
-        allowed_hosts=cp.allowed_hosts,
-    )
+    ask = Ask.from_headers(route, request.method, h, allowed_hosts=cp.allowed_hosts)
     decision = decide(ask, hub.view(record, runner_id))
     online, created = None, False
     if decision.actions:

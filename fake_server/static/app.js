@@ -13,8 +13,8 @@
     runner_source_in_use: "This source already has an enabled execution node. Disable that node before registering a new one.",
     runner_source_invalid: "This source is a paired web node and cannot host an execution node.",
     runner_profile_forbidden: "Invalid profile: one or more profiles are not allowed for your account or for this source.",
-    session_expired: "Your session has expired. Sign in again.",
-    unauthenticated: "Sign in to manage execution nodes.",
+    authentication_required: "You are signed out or your session has expired. Sign in again.",
+    invalid_assigned_profiles: "Invalid profile: profile names cannot be blank or contain '/', '\\' or control characters.",
     invalid_credentials: "Wrong user name or password.",
     invalid_csrf: "The request was refused: the security token did not match. Reload the page and try again.",
     invalid_origin: "The request was refused because it did not come from this site.",
@@ -72,7 +72,7 @@
   }
   function handleError(err) {
     if (!(err instanceof ApiError)) { showBanner(String(err && err.message || err), ""); return; }
-    if (err.code === "session_expired" || err.code === "unauthenticated") {
+    if (err.code === "authentication_required") {
       showLogin();
     }
     showBanner(messageFor(err), err.code);
@@ -111,7 +111,7 @@
       await refresh();
     } catch (err) {
       showLogin();
-      if (err instanceof ApiError && err.code !== "unauthenticated") handleError(err);
+      if (err instanceof ApiError && err.code !== "authentication_required") handleError(err);
     }
   }
 

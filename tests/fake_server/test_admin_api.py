@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
+from yarl import URL
 
 from fake_server import ControlPlane, ManualClock
 from fake_server.admin import CSRF_COOKIE, DEFAULT_SESSION_TTL, SESSION_COOKIE, admin_state
@@ -27,6 +28,7 @@ from fake_server.admin import CSRF_COOKIE, DEFAULT_SESSION_TTL, SESSION_COOKIE, 
 ADMIN_PW = "admin-password-for-tests-0123"
 ALICE_PW = "alice-password-for-tests-0123"
 RUNNERS = "/api/app/admin/runners"
+UUID_ZERO = "00000000-0000-0000-0000-000000000000"
 SUMMARY_KEYS = {"id", "name", "sourceNodeId", "allowedProfiles", "enabled", "createdAt", "features", "online"}
 
 
@@ -175,7 +177,7 @@ async def test_wrong_credentials_are_401_and_never_echoed(
     assert (status, body["code"]) == (401, "invalid_credentials")
     assert seen.scan(password) == []
     status, body, _ = await client.call("GET", "/api/app/session")
-    assert (status, body["code"]) == (401, "unauthenticated")
+    assert (status, body["code"]) == (401, "authentication_required")
 
 
 @pytest.mark.parametrize(
@@ -206,13 +208,16 @@ async def test_login_with_port_changed_origin_is_refused(
 @pytest.mark.parametrize(
     ("raw", "ctype", "status", "code"),
     [
-        (b"{not json", "application/json", 400, "invalid_json"),
+        (b"{not json", "application/json", 400, "invalid_json_body"),
+        (b"\xff\xfe", "application/json", 400, "invalid_json_body"),
         (b"[]", "application/json", 400, "invalid_workspace_request"),
         (b'{"username":"admin"}', "application/json", 400, "invalid_workspace_request"),
         (b'{"username":"admin","password":"x","remember":true}', "application/json", 400, "invalid_workspace_request"),
         (b'{"username":1,"password":"x"}', "application/json", 400, "invalid_workspace_request"),
         (b"username=admin&password=x", "application/x-www-form-urlencoded", 415, "invalid_content_type"),
-        (b"x" * (70 * 1024), "application/json", 413, "payload_too_large"),
+        (b"x" * (2 * 1024 * 1024 + 1), "application/json", 413, "invalid_json_body"),
+        (b'{"username":"admin","password":"' + b"x" * (70 * 1024) + b'"}', "application/json", 400,
+         "invalid_workspace_request"),  # over 64 KiB is fine: upstream's parser allows 2 MB
     ],
 )
 async def test_login_body_is_strict(
@@ -229,9 +234,9 @@ async def test_logout_needs_csrf_then_ends_the_session(admin: Admin) -> None:
     status, body, resp = await admin.call("POST", "/api/app/logout", {})
     assert status == 200 and body == {"ok": True}
     status, body, _ = await admin.call("GET", "/api/app/session")
-    assert (status, body["code"]) == (401, "unauthenticated")
+    assert (status, body["code"]) == (401, "authentication_required")
     status, body, _ = await admin.call("GET", RUNNERS)
-    assert (status, body["code"]) == (401, "unauthenticated")
+    assert (status, body["code"]) == (401, "authentication_required")
 
 
 async def test_session_expires_on_the_control_plane_clock(cp: ControlPlane, admin: Admin) -> None:
@@ -245,7 +250,7 @@ async def test_session_expires_on_the_control_plane_clock(cp: ControlPlane, admi
         ("POST", RUNNERS, {"name": "late", "allowedProfiles": ["default"]}),
     ]:
         status, payload, _ = await admin.call(method, path, body)
-        assert (status, payload["code"]) == (401, "session_expired"), (method, path)
+        assert (status, payload["code"]) == (401, "authentication_required"), (method, path)
     await admin.login()
     assert (await admin.call("GET", RUNNERS))[0] == 200
     assert [r["name"] for r in (await admin.runners())["runners"]] == []
@@ -258,9 +263,9 @@ async def test_expire_sessions_hook_expires_every_session(cp: ControlPlane, admi
         await other.login()
         admin_state(cp.app).expire_sessions()
         status, body, _ = await admin.call("GET", "/api/app/session")
-        assert (status, body["code"]) == (401, "session_expired")
+        assert (status, body["code"]) == (401, "authentication_required")
         status, body, _ = await other.call("GET", "/api/app/session")
-        assert (status, body["code"]) == (401, "session_expired")
+        assert (status, body["code"]) == (401, "authentication_required")
     finally:
         await session.close()
 
@@ -287,7 +292,8 @@ async def test_non_admin_account_cannot_use_admin_routes(
 async def test_list_shape_and_sources(cp: ControlPlane, admin: Admin) -> None:
     body = await admin.runners()
     assert set(body) == {"protocol", "hermesUpstream", "fixedDesktops", "bundleAvailable", "runners", "sources"}
-    assert body["protocol"] == 1 and body["fixedDesktops"] == [] and body["bundleAvailable"] is False
+    assert body["protocol"] == 1 and body["fixedDesktops"] is False and body["bundleAvailable"] is False
+    assert body["hermesUpstream"] == ""  # upstream's default
     assert body["runners"] == []
     ids = [s["id"] for s in body["sources"]]
     assert ids[0] == "local" and "node-b" in ids and "lab" in ids and "paired-web" not in ids
@@ -302,7 +308,7 @@ async def test_unauthenticated_reads_are_401(cp: ControlPlane, http: aiohttp.Cli
     client = Admin(cp, http, seen)
     for path in (RUNNERS, RUNNERS + "/bundle", "/api/app/session"):
         status, body, _ = await client.call("GET", path)
-        assert (status, body["code"]) == (401, "unauthenticated"), path
+        assert (status, body["code"]) == (401, "authentication_required"), path
 
 
 async def test_unknown_route_and_wrong_method_answer_json(admin: Admin) -> None:
@@ -364,9 +370,6 @@ async def test_list_never_holds_a_token_or_its_hash(cp: ControlPlane, admin: Adm
         {"name": "x", "allowedProfiles": []},
         {"name": "x", "allowedProfiles": "default"},
         {"name": "x", "allowedProfiles": ["p"] * 257},
-        {"name": "x", "allowedProfiles": ["a/b"]},
-        {"name": "x", "allowedProfiles": ["a\\b"]},
-        {"name": "x", "allowedProfiles": ["a\nb"]},
         {"name": "x", "allowedProfiles": [""]},
         {"name": "x", "allowedProfiles": ["p" * 101]},
         {"name": "x", "allowedProfiles": [1]},
@@ -383,14 +386,38 @@ async def test_registration_body_is_strict(admin: Admin, body: Any) -> None:
     assert (await admin.runners())["runners"] == []
 
 
+@pytest.mark.parametrize("profiles", [["a/b"], ["default", "a\\b"], ["a\nb"], ["   "], ["x\x00"]])
+async def test_profile_validator_refuses_with_invalid_assigned_profiles(admin: Admin, profiles: list[str]) -> None:
+    status, payload = await admin.register("x", profiles=profiles)
+    assert (status, payload["code"]) == (400, "invalid_assigned_profiles")
+    assert (await admin.runners())["runners"] == []
+
+
+async def test_source_node_id_is_not_trimmed(admin: Admin) -> None:
+    status, body = await admin.register("x", source=" local ")
+    assert (status, body["code"]) == (404, "workspace_not_found")
+    status, body = await admin.register("x", source="local")
+    assert status == 201, body
+
+
 async def test_registration_needs_json(admin: Admin) -> None:
     status, body, _ = await admin.call("POST", RUNNERS, raw=b'{"name": "x",')
-    assert (status, body["code"]) == (400, "invalid_json")
+    assert (status, body["code"]) == (400, "invalid_json_body")
     status, body, _ = await admin.call("POST", RUNNERS, raw=b"name=x", content_type="text/plain")
     assert (status, body["code"]) == (415, "invalid_content_type")
 
 
-async def test_profiles_outside_account_or_source_are_forbidden(admin: Admin) -> None:
+async def test_admins_may_assign_any_profile_by_default(admin: Admin) -> None:
+    status, body = await admin.register("x", source="lab", profiles=["default", "finance"])
+    assert status == 201, body
+    assert body["runner"]["allowedProfiles"] == ["default", "finance"]
+
+
+async def test_profiles_outside_account_or_source_are_forbidden_when_opted_in(
+    cp: ControlPlane, admin: Admin
+) -> None:
+    assert cp.app is not None
+    admin_state(cp.app).restrict_profiles = True
     status, body = await admin.register("x", profiles=["default", "finance"])
     assert (status, body["code"]) == (403, "runner_profile_forbidden")
     status, body = await admin.register("x", source="lab", profiles=["research"])
@@ -442,6 +469,44 @@ async def test_racing_registrations_on_one_source_have_one_winner(cp: ControlPla
 
 
 # -- CSRF and Origin on every mutation -----------------------------------------------------------
+
+
+async def test_mutation_checks_origin_then_csrf_then_body_then_session(
+    cp: ControlPlane, http: aiohttp.ClientSession, seen: Seen, admin: Admin
+) -> None:
+    stranger = Admin(cp, http_stranger := aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)), seen)
+    try:
+        reg = {"name": "x", "allowedProfiles": ["default"]}
+        # no session at all: a bad Origin is named first, then the missing CSRF (not the session)
+        status, body, _ = await stranger.call("POST", RUNNERS, reg, origin="http://evil.example", csrf=None)
+        assert (status, body["code"]) == (403, "invalid_origin")
+        status, body, _ = await stranger.call("POST", RUNNERS, reg, csrf=None)
+        assert (status, body["code"]) == (403, "invalid_csrf")
+        status, body, _ = await stranger.call("DELETE", f"{RUNNERS}/{UUID_ZERO}", csrf=None)
+        assert (status, body["code"]) == (403, "invalid_csrf")
+    finally:
+        await http_stranger.close()
+    # an expired session with its CSRF token: CSRF passes, then the body, then 401
+    assert cp.app is not None
+    admin_state(cp.app).expire_sessions()
+    status, body, _ = await admin.call("POST", RUNNERS, raw=b"{nope")
+    assert (status, body["code"]) == (400, "invalid_json_body")
+    status, body, _ = await admin.call("POST", RUNNERS, reg)
+    assert (status, body["code"]) == (401, "authentication_required")
+    status, body, _ = await admin.call("DELETE", f"{RUNNERS}/{UUID_ZERO}")
+    assert (status, body["code"]) == (401, "authentication_required")
+
+
+async def test_csrf_header_must_match_the_csrf_cookie(
+    cp: ControlPlane, admin: Admin, http: aiohttp.ClientSession
+) -> None:
+    token = admin.csrf
+    http.cookie_jar.update_cookies({CSRF_COOKIE: "other"}, response_url=URL(cp.url))
+    status, body, _ = await admin.call("POST", RUNNERS, {"name": "x", "allowedProfiles": ["default"]})
+    assert (status, body["code"]) == (403, "invalid_csrf")
+    http.cookie_jar.update_cookies({CSRF_COOKIE: token}, response_url=URL(cp.url))
+    status, body = await admin.register("x")
+    assert status == 201, body
 
 
 @pytest.mark.parametrize("csrf", [None, "", "wrong-token", "same-but-other-session"])
@@ -630,9 +695,6 @@ class _SyncAdmin:
         return r.status_code, r.json()
 
 
-UUID_ZERO = "00000000-0000-0000-0000-000000000000"
-
-
 def test_admin_api_state_machine() -> None:
     """Registrations, disables, refused mutations and expired sessions by two admins, in any
     order: the list always equals the model, each source owner has at most one enabled runner,
@@ -712,7 +774,7 @@ def test_admin_api_state_machine() -> None:
             assert self.cp.app is not None
             bg.run(_call(admin_state(self.cp.app).expire_sessions))
             status, body = self.admins[who].send("GET", RUNNERS)
-            assert (status, body["code"]) == (401, "session_expired")
+            assert (status, body["code"]) == (401, "authentication_required")
             for a in self.admins.values():
                 a.login()
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable
 
 from fake_server_client import Client
 
 from fake_server import ControlPlane
+from fake_server.codes import CODES
 from fake_server.control import Registration
+from fake_server.gates import GATES, Action, Ask, RunnerView, decide
 
 
 def code(payload: object) -> object:
@@ -47,6 +50,24 @@ async def test_gate1_disabled_runner(cp: ControlPlane, client: Client, reg: Regi
     await cp.disable_runner(reg.runner_id)
     status, body = await client.poll(reset=True)
     assert (status, code(body)) == (403, "runner_unauthorized")
+
+
+def test_gates_are_rows_and_decide_copies_the_view() -> None:
+    assert [g.number for g in GATES] == [0, 1, None, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert [g.name for g in GATES if g.keeps_actions_on_refusal] == ["9 method"]
+    for g in GATES:
+        if g.status:  # a refusing gate names a row of the code table
+            assert (CODES[g.code].status, CODES[g.code].message) == (g.status, g.message)
+    token = "t" * 43
+    old, new = str(uuid.uuid4()), str(uuid.uuid4())
+    view = RunnerView(exists=True, enabled=True, token_hash=hashlib.sha256(token.encode()).hexdigest(),
+                      online_instance=old, online_epoch="h:s")
+    ask = Ask.from_headers("poll", "GET", {"Authorization": f"Bearer {token}", "x-runner-instance": new,
+                                           "x-runner-protocol": "1"})
+    d = decide(ask, view)
+    assert d.refusal is None and d.actions == [Action.REPLACE, Action.ENSURE_ONLINE]
+    assert view.online_instance == old and view.retired == frozenset()  # the input is untouched
+    assert d.view.retired == {old} and d.view.online_instance is None
 
 
 async def test_gate2_protocol_mismatch(client: Client) -> None:
@@ -216,27 +237,45 @@ async def test_gate8_feature_header_semantics(cp: ControlPlane, client: Client, 
         assert rec is not None
         return rec.features
 
-    # every accepted name is kept, in header order; unknown, misspelt and repeated ones dropped
+    # every accepted name is kept, in header order; unknown and misspelt ones are dropped,
+    # repeats are kept (upstream: split(",") then filter, no trim, no de-duplication)
     client.features = ",".join(ALL_FEATURES[::-1]) + ",Credential-ref-v1,credential-ref-v2,,credential-ref-v1"
     await client.connect()
-    assert await stored() == ALL_FEATURES[::-1]
-    # an absent header and an empty (or blank) one leave the stored list unchanged, on any route
-    for header in (None, "", " ", ","):
+    assert await stored() == ALL_FEATURES[::-1] + ("credential-ref-v1",)
+    # an absent header and an empty (or blank: the HTTP parser trims it) one leave the list
+    for header in (None, "", " "):
         client.features = header
         await client.post("admit", {"id": "x"})
-        await client.poll(reset=True)
-        assert await stored() == ALL_FEATURES[::-1], header
-    # the summary the admin API shows is the stored list
-    assert (await cp.get_runner(reg.runner_id)).summary(online=True)["features"] == list(ALL_FEATURES[::-1])  # type: ignore[union-attr]
+        assert await stored() == ALL_FEATURES[::-1] + ("credential-ref-v1",), header
+    # a header of commas is not empty: its accepted list, [], is stored
+    client.features = ",,"
+    await client.post("admit", {"id": "x"})
+    assert await stored() == ()
+    # names are not trimmed: "a, b" keeps only a
+    client.features = "local-vm-v1, credential-ref-v1,execution-context-v1"
+    await client.post("admit", {"id": "x"})
+    assert await stored() == ("local-vm-v1", "execution-context-v1")
     # only unknown names: the header is not empty, so the (empty) accepted list is stored
     client.features = "bogus-v1"
     await client.post("admit", {"id": "x"})
     assert await stored() == ()
-    # and the list survives a restart (SQLite)
-    client.features = "local-vm-v1"
-    await client.post("admit", {"id": "x"})
-    await cp.restart()
-    assert await stored() == ("local-vm-v1",)
+
+
+async def test_gate2_instance_must_be_lower_case(client: Client) -> None:
+    inst = str(uuid.uuid4())
+    for bad in (inst.upper(), inst[:-1] + "A", "{" + inst[1:-1] + "}", inst.replace("-", "g")):
+        status, body, _ = await client.request("poll", reset=True, headers={"x-runner-instance": bad})
+        assert (status, code(body)) == (409, "runner_protocol_mismatch"), bad
+    # upstream's pattern is 36 characters of [0-9a-f-], not the 8-4-4-4-12 layout
+    status, _, _ = await client.request("poll", reset=True, headers={"x-runner-instance": "-" * 4 + "a" * 32})
+    assert status == 200
+
+
+async def test_gate1_empty_origin_counts_as_absent(client: Client) -> None:
+    status, body, _ = await client.request("poll", reset=True, headers={"Origin": ""})
+    assert status == 200, body
+    status, body, _ = await client.request("poll", reset=True, headers={"Origin": "null"})
+    assert (status, code(body)) == (403, "runner_unauthorized")
 
 
 async def test_gate0_host_allow_list(cp: ControlPlane, client: Client) -> None:

@@ -154,7 +154,7 @@ async def test_features_are_written_only_when_they_change() -> None:
         await c.connect()
         for _ in range(5):
             await c.post("admit", {"id": "x"})
-        c.features = "local-vm-v1, credential-ref-v1"  # same names, other order: a change
+        c.features = "local-vm-v1,credential-ref-v1"  # same names, other order: a change
         await c.post("admit", {"id": "x"})
         await c.post("admit", {"id": "x"})
         assert writes == [("credential-ref-v1", "local-vm-v1"), ("local-vm-v1", "credential-ref-v1")]
