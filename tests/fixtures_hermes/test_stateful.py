@@ -19,7 +19,7 @@ from hypothesis.stateful import (
 )
 
 from fixtures import ScriptedHermes
-from fixtures.client import GatewayClient
+from fixtures.hermes.client import GatewayClient
 
 SCRIPT = {"rules": [{"name": "hang", "match": {"prefix": "HANG"},
                      "steps": [{"say": "part"}, {"wait": "interrupt"}]}]}
