@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 
 from fake_server import ControlPlane, Timings
-from fixtures import ScriptedHermes
+from fixtures.hermes import ScriptedHermes
 
 DEFAULT_RUNNER_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
 

@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 
 from fixtures import ScriptedHermes
-from fixtures.client import GatewayClient
+from fixtures.hermes.client import GatewayClient
 
 PUBLIC = ["/api/status", "/api/config/defaults", "/api/config/schema", "/api/model/info",
           "/api/dashboard/themes", "/api/dashboard/plugins"]
@@ -43,7 +43,7 @@ async def test_token_mode_http() -> None:
 
 async def test_token_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_DASHBOARD_SESSION_TOKEN", "env-token-0123456789abcdef")
-    async with ScriptedHermes(serve_index=False) as h, aiohttp.ClientSession() as s:
+    async with ScriptedHermes(mode="serve") as h, aiohttp.ClientSession() as s:
         assert h.session_token == "env-token-0123456789abcdef"
         async with s.get(h.url + "/") as r:
             assert r.status == 404

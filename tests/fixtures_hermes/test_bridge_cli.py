@@ -14,7 +14,7 @@ import aiohttp
 from aiohttp import web
 
 from fixtures import ScriptedHermes
-from fixtures.client import GatewayClient
+from fixtures.hermes.client import GatewayClient
 
 BRIDGE = "/api/plugins/yaoyao-bot-bridge"
 REPO = str(Path(__file__).resolve().parents[2])
@@ -118,7 +118,7 @@ async def test_command_line_starts_like_hermes_serve(tmp_path: Path) -> None:
     env = {**os.environ, "HERMES_DASHBOARD_SESSION_TOKEN": "cli-token-0123456789abcdef",
            "PYTHONPATH": REPO}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "fixtures.scripted_hermes", "--host", "127.0.0.1", "--port", "0",
+        sys.executable, "-m", "fixtures.scripted_hermes", "--mode", "serve", "--host", "127.0.0.1", "--port", "0",
         "--ready-file", str(ready), "--script", "tool", "--effects-file", str(tmp_path / "e.jsonl"),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
         start_new_session=True)

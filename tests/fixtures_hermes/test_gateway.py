@@ -12,10 +12,10 @@ import pytest
 import pytest_asyncio
 
 from fixtures import ScriptedHermes
-from fixtures.client import GatewayClient
-from fixtures.pauses import PauseSpec, PauseSpecError
+from fixtures.hermes.client import GatewayClient
+from fixtures.hermes.pauses import PauseSpec, PauseSpecError
 
-pytest_plugins = ["fixtures.pytest_plugin"]
+pytest_plugins = ["fixtures.hermes.pytest_plugin"]
 
 
 @pytest_asyncio.fixture

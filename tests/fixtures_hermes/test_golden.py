@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 
 from fixtures import ScriptedHermes
-from fixtures.client import GatewayClient
+from fixtures.hermes.client import GatewayClient
 
 # copies of ../shared/hermes-0.19.0-frames/ (real Hermes 0.19.0), so CI needs nothing outside
 FRAMES = Path(__file__).parent / "recordings"

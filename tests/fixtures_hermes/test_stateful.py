@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from typing import Any
 
@@ -19,7 +20,7 @@ from hypothesis.stateful import (
 )
 
 from fixtures import ScriptedHermes
-from fixtures.client import GatewayClient
+from fixtures.hermes.client import GatewayClient
 
 SCRIPT = {"rules": [{"name": "hang", "match": {"prefix": "HANG"},
                      "steps": [{"say": "part"}, {"wait": "interrupt"}]}]}
@@ -34,7 +35,11 @@ class SessionMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.hermes = ScriptedHermes(SCRIPT, time_scale=0)
+        # one counter for the harness and the fixture: request ids are drawn from it just
+        # before sending, effects take their seq from it, so "cause before effect" is checkable
+        self.seq = itertools.count(1).__next__
+        self.sent: dict[int, str] = {}  # request id -> socket id it was sent on
+        self.hermes = ScriptedHermes(SCRIPT, time_scale=0, sequence=self.seq)
         self.http: aiohttp.ClientSession = self.run(self._start())
         self.open: dict[int, GatewayClient] = {}
         self.n = 0
@@ -43,6 +48,12 @@ class SessionMachine(RuleBasedStateMachine):
 
     def run(self, coro: Any) -> Any:
         return self.loop.run_until_complete(asyncio.wait_for(coro, 10))
+
+    def request(self, sock: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        rid = self.seq()
+        self.sent[rid] = f"ws{sock}"
+        reply: dict[str, Any] = self.run(self.open[sock].request(method, params, rid=rid))
+        return reply
 
     async def _start(self) -> aiohttp.ClientSession:
         await self.hermes.start()
@@ -59,7 +70,7 @@ class SessionMachine(RuleBasedStateMachine):
         c = self.open.get(sock)
         if c is None:
             return ""
-        r = self.run(c.request("session.create", {"close_on_disconnect": cod}))
+        r = self.request(sock, "session.create", {"close_on_disconnect": cod})
         sid = str(r["result"]["session_id"])
         if cod:
             self.cod[sid] = sock
@@ -71,8 +82,8 @@ class SessionMachine(RuleBasedStateMachine):
         if c is None or not sid or sid in self.hanging:
             return
         start = len(c.received)
-        r = self.run(c.request("prompt.submit", {"session_id": sid,
-                                                 "text": "HANG" if hang else "hi"}))
+        r = self.request(sock, "prompt.submit", {"session_id": sid,
+                                                 "text": "HANG" if hang else "hi"})
         if "error" in r:
             assert sid not in self.hermes.live_sessions
             return
@@ -89,7 +100,7 @@ class SessionMachine(RuleBasedStateMachine):
         c = self.open.get(sock)
         if c is None or not sid:
             return
-        r = self.run(c.request("session.interrupt", {"session_id": sid}))
+        r = self.request(sock, "session.interrupt", {"session_id": sid})
         if "result" in r and sid in self.hanging:
             self.run(self.hermes.effects.wait_for("turn.finished", session_id=sid,
                                                   status="interrupted"))
@@ -101,7 +112,7 @@ class SessionMachine(RuleBasedStateMachine):
         if c is None or not sid:
             return
         was_live = sid in self.hermes.live_sessions
-        r = self.run(c.request("session.close", {"session_id": sid}))
+        r = self.request(sock, "session.close", {"session_id": sid})
         assert r["result"]["closed"] is was_live
         assert self.hermes.effects.count("session.closed", session_id=sid) == 1
         self.hanging.discard(sid)
@@ -138,9 +149,17 @@ class SessionMachine(RuleBasedStateMachine):
                     == eff.count("turn.finished", session_id=sid) + running)
 
     @invariant()
-    def effects_are_ordered(self) -> None:
-        seqs = [e.seq for e in self.hermes.effects.entries]
-        assert seqs == list(range(1, len(seqs) + 1))
+    def effects_follow_their_cause(self) -> None:
+        """Every effect a request caused names that request and its socket, and comes after it
+        on the shared sequence (turn effects name the prompt.submit that started the turn)."""
+        for e in self.hermes.effects.entries:
+            c = e.cause
+            assert c is not None, e
+            if c.transport == "rpc":
+                assert self.sent.get(c.request_id) == c.socket_id, e
+                assert e.seq > c.request_id, e
+            else:
+                assert c.transport == "ws" and c.path == "/api/ws", e
 
     def teardown(self) -> None:
         async def stop() -> None:
