@@ -1,0 +1,299 @@
+"""The reference runner (a black-box subprocess) between fake_server's ControlPlane and a REAL
+Hermes Agent 0.19.0 (``hermes dashboard``) driven by our scripted model, with our
+``yaoyao-bot-bridge`` plugin installed: http, a streamed gateway turn, a tool turn, an approval,
+an interrupt, a close, and team tools (lease.create + lease.bind through our plugin, the model's
+calls counted at every hop). One Hermes, one control plane and one runner for the module."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from runner_launch import RunnerUnderTest
+
+from fake_server import Channel, ControlPlane, Timings
+from fixtures.real_hermes import (
+    Call,
+    ModelServer,
+    RealHermes,
+    Rule,
+    Say,
+    Script,
+    find_hermes,
+)
+
+HERMES_BIN, SKIP_REASON = find_hermes()
+pytestmark = [
+    pytest.mark.skipif(HERMES_BIN is None, reason=SKIP_REASON),
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.slow,
+]
+
+DANGER = "rm -rf /tmp/real-hermes-conformance-nonexistent-dir-xyz"
+SCRIPT = Script(rules=(
+    Rule("PING", (Say("Hello from the fake model. PONG-42", chunks=4),)),
+    Rule("TOOLTEST", (Call("terminal", {"command": "echo tool-ran-42"}), Say("Tool done."))),
+    Rule("DANGERTEST", (Call("terminal", {"command": DANGER}), Say("Cleaned up."))),
+    Rule("SLOWTEST", (Say("word " * 400, chunks=200, delay=0.05),)),
+    Rule("TEAMTEST", (Call("create_member", {"name": "Ada", "role": "reviewer"}),
+                      Call("form_team", {"members": ["Ada"]}), Say("Team is ready."))),
+))
+TOOLS = [
+    {"id": "ws.create_member", "name": "create_member", "description": "Create a member",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"},
+                                                      "role": {"type": "string"}}}},
+    {"id": "ws.form_team", "name": "form_team", "description": "Form a team",
+     "inputSchema": {"type": "object", "properties": {"members": {"type": "array"}}}},
+]
+FAST = Timings(poll_hold=2.0, redelivery=5.0, watchdog_tick=0.5, offline_after=10.0)
+PLUGIN = "/api/plugins/yaoyao-bot-bridge"
+
+
+@dataclass
+class World:
+    model: ModelServer
+    hermes: RealHermes
+    cp: ControlPlane
+    runner: RunnerUnderTest
+    runner_id: str
+    runner_token: str
+    timings: dict[str, float]
+
+    async def plugin_stats(self) -> dict[str, Any]:
+        """Straight from Hermes (not through the runner): the plugin's own counters."""
+        async with aiohttp.ClientSession() as http, http.get(
+                self.hermes.url + PLUGIN + "/stats",
+                headers={"X-Hermes-Session-Token": self.hermes.session_token}) as resp:
+            assert resp.status == 200
+            return dict(await resp.json())
+
+    async def channel(self) -> Channel:
+        return await self.cp.open_channel(self.runner_id, account="alice", profile="default")
+
+    async def session(self, ch: Channel, title: str) -> tuple[str, str]:
+        made = await self.cp.rpc(ch, "session.create", {
+            "profile": "default", "title": title, "cols": 100,
+            "cwd": str(self.hermes.workdir)})
+        assert made.ok, made
+        return made.result["session_id"], made.result["stored_session_id"]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
+    timings: dict[str, float] = {}
+    async with ModelServer(SCRIPT) as model, RealHermes(model.base_url) as hermes, \
+            ControlPlane(timings=FAST) as cp:
+        timings["hermes_start_s"] = hermes.startup_seconds or 0.0
+        reg = await cp.register_runner(name="real", allowed_profiles=["default"])
+        await cp.create_account("alice", allowed_profiles=["default"])
+        cfg = reg.runner_config(hermes_url=hermes.url)
+        runner = RunnerUnderTest(cfg, tmp_path_factory.mktemp("node"))
+        t0 = time.monotonic()
+        await runner.start()
+        try:
+            await cp.wait_online(reg.runner_id, timeout=15)
+            timings["runner_online_s"] = time.monotonic() - t0
+            yield World(model, hermes, cp, runner, reg.runner_id, reg.token, timings)
+        finally:
+            await runner.stop()
+            leaked = runner.output() + hermes.output()
+            for log in hermes.home.rglob("*.log"):
+                leaked += log.read_bytes()
+            for secret in (reg.token, hermes.session_token):
+                assert secret.encode() not in leaked, "a secret reached an output or a log"
+            print(f"\nreal-hermes timings: {json.dumps(timings)}")
+
+
+async def wait_event(ch: Channel, type_: str, sid: str, after: int,
+                     timeout: float = 30.0) -> tuple[dict[str, Any], int]:
+    """The first event of ``type_`` for session ``sid`` at index ≥ ``after``."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    i = after
+    while True:
+        ev = await ch.next_event(type_, timeout=max(0.1, end - loop.time()), after=i)
+        idx = next(k for k in range(i, len(ch.events)) if ch.events[k] is ev)
+        if ev.get("session_id") == sid:
+            return ev, idx
+        i = idx + 1
+
+
+async def turn(w: World, ch: Channel, sid: str, text: str, timeout: float = 60.0
+               ) -> tuple[dict[str, Any], int]:
+    mark = len(ch.events)
+    sent = await w.cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": text})
+    assert sent.ok and sent.result == {"status": "streaming"}, sent
+    done, _ = await wait_event(ch, "message.complete", sid, mark, timeout)
+    return done, mark
+
+
+def types_of(ch: Channel, sid: str, after: int) -> list[str]:
+    return [e["type"] for e in ch.events[after:] if e.get("session_id") == sid]
+
+
+async def test_http_reads(world: World) -> None:
+    status = await world.cp.command(world.runner_id, "http",
+                                    {"path": "/api/status", "method": "GET"}, account="alice")
+    assert status.ok and status.result["status"] == 200, status
+    assert json.loads(base64.b64decode(status.result["body"]))["auth_required"] is False
+    profiles = await world.cp.command(world.runner_id, "http",
+                                      {"path": "/api/profiles", "method": "GET"}, account="alice")
+    assert profiles.ok and profiles.result["status"] == 200, profiles
+    names = [p["name"] for p in json.loads(base64.b64decode(profiles.result["body"]))["profiles"]]
+    assert names == ["default"]
+    caps = await world.cp.command(world.runner_id, "http", {
+        "path": PLUGIN + "/capabilities", "method": "GET", "search": "?profile=default"},
+        account="alice", profile="default")
+    assert caps.ok and caps.result["status"] == 200, caps
+    body = json.loads(base64.b64decode(caps.result["body"]))
+    assert {k: body[k] for k in ("version", "ready", "in_process", "native_tools")} == {
+        "version": 1, "ready": True, "in_process": True, "native_tools": True}
+
+
+async def test_streamed_gateway_turn(world: World) -> None:
+    ch = await world.channel()
+    sid, _ = await world.session(ch, "streamed")
+    before = len(world.model.turn_calls)
+    done, mark = await turn(world, ch, sid, "PING please")
+    assert done["payload"]["status"] == "complete"
+    assert "PONG-42" in done["payload"]["text"]
+    deltas = [e for e in ch.events[mark:] if e["type"] == "message.delta"
+              and e.get("session_id") == sid]
+    assert deltas and "PONG-42" in "".join(e["payload"]["text"] for e in deltas)
+    served = world.model.turn_calls[before:]
+    assert served and all(c.stream for c in served)  # real Hermes streams its turns
+    assert (await world.cp.close_channel(ch)).ok
+
+
+async def test_tool_turn_runs_the_terminal_tool(world: World) -> None:
+    ch = await world.channel()
+    sid, _ = await world.session(ch, "tool")
+    done, mark = await turn(world, ch, sid, "TOOLTEST")
+    assert done["payload"]["status"] == "complete" and "Tool done." in done["payload"]["text"]
+    kinds = types_of(ch, sid, mark)
+    assert "tool.start" in kinds and "tool.complete" in kinds
+    complete = next(e for e in ch.events[mark:] if e["type"] == "tool.complete"
+                    and e.get("session_id") == sid)
+    assert complete["payload"]["name"] == "terminal"
+    assert "tool-ran-42" in json.dumps(complete["payload"].get("result"))
+    assert (await world.cp.close_channel(ch)).ok
+
+
+async def test_approval_round_trip(world: World) -> None:
+    ch = await world.channel()
+    sid, _ = await world.session(ch, "approval")
+    mark = len(ch.events)
+    assert (await world.cp.rpc(ch, "prompt.submit", {"session_id": sid,
+                                                     "text": "DANGERTEST"})).ok
+    asked, _ = await wait_event(ch, "approval.request", sid, mark)
+    assert asked["payload"]["command"] == DANGER
+    assert "once" in asked["payload"]["choices"]
+    answered = await world.cp.rpc(ch, "approval.respond", {"session_id": sid, "choice": "once"})
+    assert answered.ok and answered.result == {"resolved": 1}, answered
+    done, _ = await wait_event(ch, "message.complete", sid, mark, 60)
+    assert done["payload"]["status"] == "complete"
+    assert "tool.complete" in types_of(ch, sid, mark)
+    assert (await world.cp.close_channel(ch)).ok
+
+
+async def test_interrupt_mid_stream_then_close(world: World) -> None:
+    ch = await world.channel()
+    sid, _ = await world.session(ch, "interrupt")
+    mark = len(ch.events)
+    assert (await world.cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "SLOWTEST"})).ok
+    await wait_event(ch, "message.delta", sid, mark)
+    stopped = await world.cp.rpc(ch, "session.interrupt", {"session_id": sid})
+    assert stopped.ok and stopped.result.get("status") == "interrupted", stopped
+    done, _ = await wait_event(ch, "message.complete", sid, mark)
+    assert done["payload"]["status"] == "interrupted"
+    assert len(done["payload"].get("text") or "") < len("word " * 400)
+    closed = await world.cp.rpc(ch, "session.close", {"session_id": sid})
+    assert closed.ok and closed.result == {"closed": True}, closed
+    assert (await world.cp.close_channel(ch)).ok
+
+
+async def test_team_tools_through_our_plugin(world: World) -> None:
+    """lease.create + lease.bind reach our plugin; the model's two calls go model → Hermes →
+    plugin → the runner's listener → ``tool`` → control plane; counted at every hop. An unbound
+    session never sees the tools; a second concurrent grant gets distinct native names; after
+    lease.close the tools are gone and nothing more is executed."""
+    executed: list[tuple[str, dict[str, Any]]] = []
+
+    def handler(tool_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        executed.append((tool_id, arguments))
+        return {"ok": True, "tool": tool_id}
+
+    w = world
+    ch = await w.channel()
+    sid, stored = await w.session(ch, "team")
+    lease = await w.cp.create_lease(ch, profile="default", tools=TOOLS, handlers={"*": handler},
+                                    session={"runtimeId": sid, "storedId": stored})
+    t0 = time.monotonic()
+    bound = await w.cp.bind_lease(lease)
+    w.timings["lease_bind_s"] = time.monotonic() - t0
+    assert bound.ok, bound  # stock Hermes: 502 team_tools_bind_failed ("Plugin not found")
+    stats0 = await w.plugin_stats()
+    assert stats0["binds"] == 1 and len(stats0["native_tools"]) == 2
+    grant1 = set(stats0["native_tools"])
+    assert all(n.startswith("yaoyao_workspace_") for n in grant1)
+
+    tool_route0 = len(w.cp.history.filter(route="tool"))
+    model0 = len(w.model.tool_calls())
+    t0 = time.monotonic()
+    done, _ = await turn(w, ch, sid, "TEAMTEST")
+    w.timings["team_turn_s"] = time.monotonic() - t0
+    assert done["payload"]["status"] == "complete" and "Team is ready." in done["payload"]["text"]
+    stats1 = await w.plugin_stats()
+    hops = {
+        "model_tool_calls": len(w.model.tool_calls()) - model0,
+        "plugin_forwarded": stats1.get("calls_forwarded", 0),
+        "runner_listener_ok": stats1.get("listener_ok", 0),
+        "control_plane_tool_route": len(w.cp.history.filter(route="tool")) - tool_route0,
+        "control_plane_executions": lease.executions,
+    }
+    w.timings.update({f"hops.{k}": v for k, v in hops.items()})
+    assert hops == {"model_tool_calls": 2, "plugin_forwarded": 2, "runner_listener_ok": 2,
+                    "control_plane_tool_route": 2, "control_plane_executions": 2}, hops
+    assert [t for t, _ in executed] == ["ws.create_member", "ws.form_team"]
+    assert executed[0][1] == {"name": "Ada", "role": "reviewer"}
+    offered = {n for c in w.model.tool_calls()[model0:] for n in c.offered}
+    assert grant1 <= offered  # the bound session's requests offered the native tools
+
+    # An unbound session in the same Hermes: no native tools offered, nothing forwarded.
+    ch2 = await w.channel()
+    sid2, _ = await w.session(ch2, "unbound")
+    seen = len(w.model.calls)
+    done2, _ = await turn(w, ch2, sid2, "TEAMTEST")
+    assert done2["payload"]["status"] == "complete"
+    unbound_offers = {n for c in w.model.calls[seen:] if not c.side for n in c.offered}
+    assert not any(n.startswith("yaoyao_workspace_") for n in unbound_offers)
+    stats2 = await w.plugin_stats()
+    assert stats2.get("calls_forwarded", 0) == 2
+    assert len(w.cp.history.filter(route="tool")) - tool_route0 == 2
+
+    # A second, concurrent grant (another session): distinct native names.
+    sid3, stored3 = await w.session(ch2, "second grant")
+    lease2 = await w.cp.create_lease(ch2, profile="default", tools=TOOLS,
+                                     session={"runtimeId": sid3, "storedId": stored3})
+    assert (await w.cp.bind_lease(lease2)).ok
+    grant2 = set((await w.plugin_stats())["native_tools"]) - grant1
+    assert len(grant2) == 2 and not grant1 & grant2
+
+    # Revoked: lease.close unbinds; the next turn's calls are refused, nothing executed.
+    assert (await w.cp.close_lease(lease)).ok
+    assert (await w.plugin_stats())["unbinds"] >= 1
+    done3, _ = await turn(w, ch, sid, "TEAMTEST")
+    assert done3["payload"]["status"] == "complete"
+    assert lease.executions == 2 and len(executed) == 2
+    assert (await w.plugin_stats()).get("calls_forwarded", 0) == 2
+    assert (await w.cp.close_lease(lease2)).ok
+    assert (await w.cp.close_channel(ch2)).ok
+    assert (await w.cp.close_channel(ch)).ok
