@@ -5,30 +5,17 @@ an interrupt, a close, and team tools (lease.create + lease.bind through our plu
 calls counted at every hop). One Hermes, one control plane and one runner for the module."""
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 import pytest_asyncio
-from runner_launch import RunnerUnderTest
+from real_world import PLUGIN, World, real_world, turn, types_of, wait_event
 
-from fake_server import Channel, ControlPlane, Timings
-from fixtures.real_hermes import (
-    Call,
-    ModelServer,
-    RealHermes,
-    Rule,
-    Say,
-    Script,
-    find_hermes,
-)
+from fixtures.real_hermes import Call, Rule, Say, Script, find_hermes
 
 HERMES_BIN, SKIP_REASON = find_hermes()
 pytestmark = [
@@ -53,90 +40,12 @@ TOOLS = [
     {"id": "ws.form_team", "name": "form_team", "description": "Form a team",
      "inputSchema": {"type": "object", "properties": {"members": {"type": "array"}}}},
 ]
-FAST = Timings(poll_hold=2.0, redelivery=5.0, watchdog_tick=0.5, offline_after=10.0)
-PLUGIN = "/api/plugins/yaoyao-bot-bridge"
-
-
-@dataclass
-class World:
-    model: ModelServer
-    hermes: RealHermes
-    cp: ControlPlane
-    runner: RunnerUnderTest
-    runner_id: str
-    runner_token: str
-    timings: dict[str, float]
-
-    async def plugin_stats(self) -> dict[str, Any]:
-        """Straight from Hermes (not through the runner): the plugin's own counters."""
-        async with aiohttp.ClientSession() as http, http.get(
-                self.hermes.url + PLUGIN + "/stats",
-                headers={"X-Hermes-Session-Token": self.hermes.session_token}) as resp:
-            assert resp.status == 200
-            return dict(await resp.json())
-
-    async def channel(self) -> Channel:
-        return await self.cp.open_channel(self.runner_id, account="alice", profile="default")
-
-    async def session(self, ch: Channel, title: str) -> tuple[str, str]:
-        made = await self.cp.rpc(ch, "session.create", {
-            "profile": "default", "title": title, "cols": 100,
-            "cwd": str(self.hermes.workdir)})
-        assert made.ok, made
-        return made.result["session_id"], made.result["stored_session_id"]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
-    timings: dict[str, float] = {}
-    async with ModelServer(SCRIPT) as model, RealHermes(model.base_url) as hermes, \
-            ControlPlane(timings=FAST) as cp:
-        timings["hermes_start_s"] = hermes.startup_seconds or 0.0
-        reg = await cp.register_runner(name="real", allowed_profiles=["default"])
-        await cp.create_account("alice", allowed_profiles=["default"])
-        cfg = reg.runner_config(hermes_url=hermes.url)
-        runner = RunnerUnderTest(cfg, tmp_path_factory.mktemp("node"))
-        t0 = time.monotonic()
-        await runner.start()
-        try:
-            await cp.wait_online(reg.runner_id, timeout=15)
-            timings["runner_online_s"] = time.monotonic() - t0
-            yield World(model, hermes, cp, runner, reg.runner_id, reg.token, timings)
-        finally:
-            await runner.stop()
-            leaked = runner.output() + hermes.output()
-            for log in hermes.home.rglob("*.log"):
-                leaked += log.read_bytes()
-            for secret in (reg.token, hermes.session_token):
-                assert secret.encode() not in leaked, "a secret reached an output or a log"
-            print(f"\nreal-hermes timings: {json.dumps(timings)}")
-
-
-async def wait_event(ch: Channel, type_: str, sid: str, after: int,
-                     timeout: float = 30.0) -> tuple[dict[str, Any], int]:
-    """The first event of ``type_`` for session ``sid`` at index ≥ ``after``."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    i = after
-    while True:
-        ev = await ch.next_event(type_, timeout=max(0.1, end - loop.time()), after=i)
-        idx = next(k for k in range(i, len(ch.events)) if ch.events[k] is ev)
-        if ev.get("session_id") == sid:
-            return ev, idx
-        i = idx + 1
-
-
-async def turn(w: World, ch: Channel, sid: str, text: str, timeout: float = 60.0
-               ) -> tuple[dict[str, Any], int]:
-    mark = len(ch.events)
-    sent = await w.cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": text})
-    assert sent.ok and sent.result == {"status": "streaming"}, sent
-    done, _ = await wait_event(ch, "message.complete", sid, mark, timeout)
-    return done, mark
-
-
-def types_of(ch: Channel, sid: str, after: int) -> list[str]:
-    return [e["type"] for e in ch.events[after:] if e.get("session_id") == sid]
+    async with real_world(SCRIPT, tmp_path_factory.mktemp("node")) as w:
+        yield w
 
 
 async def test_http_reads(world: World) -> None:
