@@ -52,10 +52,11 @@ class World:
 
 
 @contextlib.asynccontextmanager
-async def real_world(script: Script, node_dir: Path, *, plugin: bool = True
-                     ) -> AsyncIterator[World]:
+async def real_world(script: Script, node_dir: Path, *, plugin: bool = True,
+                     hermes_env: dict[str, str] | None = None) -> AsyncIterator[World]:
     timings: dict[str, float] = {}
-    async with ModelServer(script) as model, RealHermes(model.base_url, plugin=plugin) as hermes, \
+    async with ModelServer(script) as model, \
+            RealHermes(model.base_url, plugin=plugin, extra_env=hermes_env) as hermes, \
             ControlPlane(timings=FAST) as cp:
         timings["hermes_start_s"] = round(hermes.startup_seconds or 0.0, 2)
         reg = await cp.register_runner(name="real", allowed_profiles=["default"])

@@ -44,7 +44,10 @@ TOOLS = [
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
-    async with real_world(SCRIPT, tmp_path_factory.mktemp("node")) as w:
+    # HERMES_TUI_TOOLSETS=all: every session's agent starts with EVERY registered tool, ours
+    # included, so only the plugin's per-turn re-sync keeps them to the bound session.
+    async with real_world(SCRIPT, tmp_path_factory.mktemp("node"),
+                          hermes_env={"HERMES_TUI_TOOLSETS": "all"}) as w:
         yield w
 
 
@@ -196,11 +199,13 @@ async def test_team_tools_through_our_plugin(world: World) -> None:
     grant2 = set((await w.plugin_stats())["native_tools"]) - grant1
     assert len(grant2) == 2 and not grant1 & grant2
 
-    # Revoked: lease.close unbinds; the next turn's calls are refused, nothing executed.
+    # Revoked: lease.close unbinds; the tools leave the session, nothing more is executed.
     assert (await w.cp.close_lease(lease)).ok
     assert (await w.plugin_stats())["unbinds"] >= 1
+    seen = len(w.model.calls)
     done3, _ = await turn(w, ch, sid, "TEAMTEST")
     assert done3["payload"]["status"] == "complete"
+    assert not grant1 & {n for c in w.model.calls[seen:] for n in c.offered}
     assert lease.executions == 2 and len(executed) == 2
     assert (await w.plugin_stats()).get("calls_forwarded", 0) == 2
     assert (await w.cp.close_lease(lease2)).ok
