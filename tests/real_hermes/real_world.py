@@ -75,6 +75,8 @@ async def real_world(script: Script, node_dir: Path, *, plugin: bool = True,
                 leaked += log.read_bytes()
             for secret in (reg.token, hermes.session_token):
                 assert secret.encode() not in leaked, "a secret reached an output or a log"
+            # The lease tokens the runner minted are unknown here; no bearer header may show.
+            assert b"Bearer " not in leaked, "an Authorization header reached a log"
             print(f"\nreal-hermes timings: {json.dumps(timings)}")
 
 
