@@ -5,6 +5,7 @@ import json
 from typing import Any
 
 import aiohttp
+import pytest
 
 from fixtures.real_hermes import Call, ModelServer, Rule, Say, Script
 from fixtures.real_hermes.model_server import resolve_tool
@@ -88,3 +89,15 @@ def test_tool_resolution() -> None:
     assert resolve_tool("create_member", offered) == "yaoyao_workspace_1_create_member"
     assert resolve_tool("create_member", []) == "create_member"  # not offered: as written
     assert resolve_tool("x", ["a_x", "b_x"]) == "x"  # ambiguous: as written
+
+
+def test_script_from_dict() -> None:
+    script = Script.from_dict({"rules": [
+        {"prefix": "TEAM", "steps": [{"call": "create_member", "arguments": {"name": "Ada"}},
+                                     {"say": "done", "chunks": 1}]}], "fallback": "fb"})
+    assert script == Script(rules=(Rule("TEAM", (Call("create_member", {"name": "Ada"}),
+                                                 Say("done", chunks=1))),), fallback="fb")
+    for bad in ([], {"rules": [{"prefix": "X", "steps": []}]},
+                {"rules": [{"prefix": "X", "steps": [{"shout": "hi"}]}]}):
+        with pytest.raises(ValueError, match="script"):
+            Script.from_dict(bad)
