@@ -22,6 +22,7 @@ pytestmark = [
     pytest.mark.skipif(HERMES_BIN is None, reason=SKIP_REASON),
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.slow,
+    pytest.mark.xdist_group("real_hermes"),  # with --dist loadgroup: one Hermes for the module
 ]
 
 DANGER = "rm -rf /tmp/real-hermes-conformance-nonexistent-dir-xyz"
