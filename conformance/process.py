@@ -114,6 +114,17 @@ def live_group_members(pgid: int) -> list[int]:
     return found
 
 
+async def _until_gone(pgid: int, bound: float = DRAIN_TIMEOUT) -> None:
+    """After the group was SIGKILLed: a member that held no pipe gives no event to await, so
+    look at ``/proc`` until none is left (bounded; normally it is empty at the first look)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + bound
+    while live_group_members(pgid) and loop.time() < end:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)  # one forked while the first kill was delivered
+        await asyncio.sleep(0.01)
+
+
 class _Capture:
     """One output stream: every byte, the complete lines, an optional tee file."""
 
@@ -325,6 +336,7 @@ class Process:
         try:
             code = await asyncio.shield(self._wait_proc())
             await self._drain()
+            await _until_gone(pgid)
         finally:
             _LIVE_GROUPS.discard(pgid)
             for t in self._tasks:
