@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import shlex
 import signal
 import stat
@@ -129,10 +130,10 @@ async def test_environment_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "EXTRA" in env and "PATH" in env
     assert not {"HERMES_DASHBOARD_SESSION_TOKEN", "FAKE_SERVER_ADMIN_PASSWORD",
                 "INNOCENT_LOOKING"} & set(env)
-    async with Process([PY, "-c", "import os; print(sorted(os.environ))"],
+    async with Process([PY, "-c", "import json, os; print(json.dumps(sorted(os.environ)))"],
                        secrets=[TOKEN]) as proc:
         await proc.wait()
-    names = set(eval(proc.output().decode()))  # noqa: S307 - our own child's sorted() list
+    names = set(json.loads(proc.output()))
     assert "PATH" in names and "EXTRA" not in names and "INNOCENT_LOOKING" not in names
     assert not {n for n in names if n.startswith(("HERMES_", "FAKE_SERVER"))}
 
