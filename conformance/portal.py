@@ -7,8 +7,8 @@ loop, started and stopped by the context manager.
 
 Rules:
 - Everything created through the portal (servers, sessions, events) lives on the portal's loop;
-  touch it only through :meth:`Portal.call` (a plain function passed to ``call`` also runs on the
-  loop, which is how a caller reads non-thread-safe state).
+  touch it only through :meth:`Portal.call` (or :meth:`Portal.call_sync` for a plain function,
+  which is how a caller reads state that is not thread-safe).
 - :meth:`Portal.enter` enters an async context manager on the loop and exits it when the portal
   closes, last entered first.
 - ``timeout`` bounds one call; when it passes, the call's task is cancelled and
@@ -68,10 +68,10 @@ class Portal:
             raise RuntimeError("the portal is not running")
         return self._portal
 
-    def call(self, fn: Callable[..., Awaitable[T] | T], *args: Any,
+    def call(self, fn: Callable[..., Awaitable[T]], *args: Any,
              timeout: float | None = None) -> T:
-        """Run ``fn(*args)`` on the portal's loop (awaiting it when it returns an awaitable);
-        its result, or its exception re-raised here."""
+        """Run ``fn(*args)`` on the portal's loop and await it; its result, or its exception
+        re-raised here."""
         portal = self._require()
         if timeout is None:
             return portal.call(fn, *args)
@@ -81,6 +81,14 @@ class Portal:
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise TimeoutError(f"portal call did not finish within {timeout}s") from None
+
+    def call_sync(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
+        """Run a plain function on the portal's loop (to read state that is not thread-safe)."""
+
+        async def wrap() -> T:
+            return fn(*args)
+
+        return self.call(wrap, timeout=timeout)
 
     def run(self, awaitable: Awaitable[T], timeout: float | None = None) -> T:
         """Await an already-made awaitable (a coroutine object) on the portal's loop."""

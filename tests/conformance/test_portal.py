@@ -27,7 +27,7 @@ def test_calls_results_exceptions_and_thread() -> None:
         assert portal.run(add(4, 5)) == 9
         with pytest.raises(ValueError, match="from the loop"):
             portal.call(boom)
-        loop_thread = portal.call(threading.current_thread)  # a plain function runs on the loop
+        loop_thread = portal.call_sync(threading.current_thread)  # runs on the loop
         assert loop_thread is not threading.current_thread()
     assert not portal.running
     assert not loop_thread.is_alive()
