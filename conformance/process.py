@@ -35,14 +35,26 @@ SCRUBBED_PREFIXES = ("HERMES_", "FAKE_SERVER")
 DRAIN_TIMEOUT = 2.0  # after the leader exits, how long the pipes may take to reach EOF
 Stream = Literal["stdout", "stderr"]
 
-_LIVE_GROUPS: set[int] = set()
+_LIVE_GROUPS: dict[int, str | None] = {}  # pgid → the leader's start time (/proc stat field 22)
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 @atexit.register
-def _kill_leftover_groups() -> None:  # a last resort: a caller that never reaped
-    for pgid in list(_LIVE_GROUPS):
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGKILL)
+def _kill_leftover_groups() -> None:
+    """A last resort for a caller that never reaped: SIGKILL each group still ours — its leader
+    is the process we started (same start time), or the leader is gone and members remain (a
+    live group's id is never handed out again, so those members are ours)."""
+    for pgid, started in list(_LIVE_GROUPS.items()):
+        now = _start_time(pgid)
+        if (now is not None and now == started) or (now is None and live_group_members(pgid)):
+            with contextlib.suppress(OSError):
+                os.killpg(pgid, signal.SIGKILL)
 
 
 class ProcessError(Exception):
@@ -190,7 +202,7 @@ class Process:
         except (OSError, ValueError) as exc:
             raise StartError(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}"
                              if isinstance(exc, OSError) else f"cannot start: {exc}") from None
-        _LIVE_GROUPS.add(self.proc.pid)
+        _LIVE_GROUPS[self.proc.pid] = _start_time(self.proc.pid)
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self._tasks = [asyncio.create_task(self._read(self.proc.stdout, self.stdout)),
                        asyncio.create_task(self._read(self.proc.stderr, self.stderr)),
@@ -338,7 +350,7 @@ class Process:
             await self._drain()
             await _until_gone(pgid)
         finally:
-            _LIVE_GROUPS.discard(pgid)
+            _LIVE_GROUPS.pop(pgid, None)
             for t in self._tasks:
                 if not t.done():
                     t.cancel()

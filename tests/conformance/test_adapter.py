@@ -257,3 +257,17 @@ async def test_identity(tmp_path: Path) -> None:
     silent = RunnerUnderTest(f"{PY} -c {shlex.quote(GRACEFUL)} --config {{config}}", config())
     async with silent:
         assert (await silent.identity(timeout=0.5))["version"] is None
+
+
+async def test_the_exit_hook_kills_a_group_nobody_reaped() -> None:
+    from conformance.process import _kill_leftover_groups
+
+    proc = await Process([PY, "-c", STUBBORN]).start()
+    try:
+        line = await proc.wait_line("grandchild", 20, stream="stdout")
+        _kill_leftover_groups()
+        assert await proc.wait(20) == -signal.SIGKILL
+        assert not alive(int(line.split()[1])) or live_group_members(proc.pid) == []
+    finally:
+        await proc.reap()
+    assert live_group_members(proc.pid) == []

@@ -59,3 +59,11 @@ async def test_scan_finds_a_runner_that_prints_its_config() -> None:
         assert await world.runner.wait(20) == 0
         leaks = {str(leak) for leak in world.scan_for_secrets()}
     assert "runner token in runner stderr (run 1)" in leaks
+
+
+async def test_clock_offset_follows_a_manual_clock() -> None:
+    async with open_world(None, manual_clock=True) as world:
+        assert world.clock is not None
+        base = world.clock_offset()
+        world.clock.advance(3600)
+        assert round(world.clock_offset() - base) == 3600
