@@ -31,7 +31,7 @@ from urllib.parse import urlencode
 
 from fake_server import Timings
 
-from .adapter import AdapterError
+from .adapter import AdapterError, split_template
 from .world import open_world
 
 DEFAULT_RUNNER_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
@@ -77,6 +77,7 @@ def expect(cond: bool, message: str) -> None:
 async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> DemoReport:
     """Run the walkthrough; raises :class:`~conformance.adapter.AdapterError` for a bad
     template or a command that does not start (the CLI prints it in one line)."""
+    split_template(runner_cmd, "runner.json")  # a bad template fails before anything is made
     out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240
     report = DemoReport(runner_cmd=runner_cmd)
     say: Callable[[str], None] = (lambda _m: None) if quiet else (lambda m: print(m, flush=True))

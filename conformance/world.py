@@ -80,9 +80,8 @@ class World:
         self.registered: Registered
         self.config: dict[str, Any] = {}
         self.runner: RunnerUnderTest | None = None
-        self._work = Path(tempfile.mkdtemp(prefix="conformance-world-"))
-        self.artifact_root = self._work / "artifacts"
-        self.artifact_root.mkdir()
+        self._work: Path | None = None
+        self.artifact_root = Path()  # a fresh directory once entered
         self._open: list[Any] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -99,6 +98,9 @@ class World:
         await self.close()
 
     async def _start(self) -> None:
+        self._work = Path(tempfile.mkdtemp(prefix="conformance-world-"))
+        self.artifact_root = self._work / "artifacts"
+        self.artifact_root.mkdir()
         seq = {"sequence": self.sequence}
         cp_kw: dict[str, Any] = {"timings": self.timings, "admin_profiles": self.profiles,
                                  **(seq if _accepts(ControlPlane, "sequence") else {})}
@@ -159,7 +161,9 @@ class World:
                     await part.stop()
         finally:
             self._open.clear()
-            shutil.rmtree(self._work, ignore_errors=True)
+            if self._work is not None:
+                shutil.rmtree(self._work, ignore_errors=True)
+                self._work = None
 
     # -- the runner --------------------------------------------------------------------------
 

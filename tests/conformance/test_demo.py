@@ -57,9 +57,12 @@ async def test_demo_fails_a_runner_that_prints_its_config(tmp_path: Path) -> Non
     assert '"token": "«redacted»"' in stderr
 
 
-def test_cli_bad_invocations_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--runner-cmd", "python -m runner_ref", "--out", "/nonexistent/x"]) == 2
-    assert main(["--runner-cmd", "/nonexistent/runner {config}"]) == 2
+def test_cli_bad_invocations_are_one_line(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    bad_out = tmp_path / "never-made"
+    assert main(["--runner-cmd", "python -m runner_ref", "--out", str(bad_out)]) == 2
+    assert not bad_out.exists()  # refused before anything was made
+    assert main(["--runner-cmd", "/nonexistent/runner {config}", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "{config}" in err[0] and "does not start" in err[1]
     assert issubclass(TemplateError, Exception) and issubclass(RunnerStartError, Exception)
