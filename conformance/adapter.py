@@ -22,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import shlex
@@ -205,12 +206,17 @@ class RunnerUnderTest:
                       timeout: float = 10.0) -> Process:
         """Stop the current run (``sig``: SIGTERM for a clean stop, SIGKILL for a crash), then
         start again with the same config and state directory."""
-        if self.process is not None:
+        proc = self.process
+        if proc is not None:
             if sig == SIGKILL:
-                await self.process.kill()
+                await proc.kill()
+            elif sig == SIGTERM:
+                await proc.stop(timeout)  # one SIGTERM: a second one may mean "die now"
             else:
-                self.signal(sig)
-                await self.process.stop(timeout)
+                proc.signal(sig)
+                with contextlib.suppress(TimeoutError):
+                    await proc.wait(timeout)
+                await proc.reap()
         return await self.start(faketime_offset=faketime_offset)
 
     async def close(self) -> None:
