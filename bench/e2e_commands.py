@@ -18,10 +18,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import platform
-import signal
+import shlex
 import statistics
 import sys
 import tempfile
@@ -29,7 +28,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import aiohttp
 import aiosqlite
@@ -39,6 +38,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from conformance.adapter import RunnerUnderTest  # noqa: E402
+from conformance.process import Process, scrubbed_env  # noqa: E402
 from fake_server import Command, ControlPlane, Exchange, Outcome  # noqa: E402
 
 TARGET_RATE = 1000.0  # commands/s on 2 cores
@@ -146,103 +147,69 @@ async def floor_commit(directory: Path, samples: int) -> Latency:
 
 # -- the system under measurement --------------------------------------------------------------
 class Hermes:
-    """The scripted Hermes as a subprocess (so the three parts spread over the cores)."""
+    """The scripted Hermes as a subprocess (so the three parts spread over the cores), through
+    the one process helper; ready when it prints its ``HERMES_BACKEND_READY`` line."""
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
-        self.proc: asyncio.subprocess.Process | None = None
+        self.process: Process | None = None
         self.url = ""
 
     async def start(self) -> None:
-        ready = self.workdir / "hermes-ready.json"
-        log = open_log(self.workdir / "hermes.stderr")
-        env = {**os.environ, "PYTHONPATH": str(REPO),
-               "HERMES_DASHBOARD_SESSION_TOKEN": os.urandom(24).hex()}
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "fixtures.scripted_hermes", "--host", "127.0.0.1", "--port", "0",
-            "--ready-file", str(ready), "--script", "plain", "--time-scale", "0",
-            stdout=asyncio.subprocess.DEVNULL, stderr=log, stdin=asyncio.subprocess.DEVNULL,
-            env=env, cwd=str(REPO), start_new_session=True)
-        log.close()
-        port = await wait_for(lambda: _ready_port(ready), 20, "scripted Hermes ready file")
-        self.url = f"http://127.0.0.1:{port}"
+        env = scrubbed_env({"PYTHONPATH": str(REPO),
+                            "HERMES_DASHBOARD_SESSION_TOKEN": os.urandom(24).hex()})
+        self.process = Process(
+            [sys.executable, "-m", "fixtures.scripted_hermes", "--host", "127.0.0.1", "--port",
+             "0", "--script", "plain", "--time-scale", "0"],
+            env=env, cwd=REPO, tee_dir=self.workdir, tee_stem="hermes")
+        await self.process.start()
+        line = await self.process.wait_line("HERMES_BACKEND_READY", 20, stream="stdout")
+        self.url = f"http://127.0.0.1:{int(line.rsplit('port=', 1)[1])}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
 
     async def stop(self) -> None:
-        await stop_group(self.proc)
-
-
-def open_log(path: Path) -> BinaryIO:
-    """A child's stderr file (the child keeps its own descriptor)."""
-    return open(path, "wb")  # noqa: SIM115
-
-
-def _ready_port(path: Path) -> int | None:
-    try:
-        return int(json.loads(path.read_text())["port"])
-    except (OSError, ValueError, KeyError):
-        return None
+        if self.process is not None:
+            await self.process.stop()
 
 
 class Runner:
-    """``python -m runner_ref --config …`` in its own process group."""
+    """``python -m runner_ref --config {config}`` through the black-box adapter (its own process
+    group; runner.json in a private temp directory removed at :meth:`stop`)."""
 
     def __init__(self, workdir: Path, config: dict[str, Any], profile: str | None,
                  switch_interval: float | None = None, src: Path = REPO) -> None:
-        self.workdir, self.config, self.profile = workdir, config, profile
-        self.switch_interval = switch_interval
+        self.workdir, self.profile = workdir, profile
         self.src = src  # the directory holding the runner_ref package (A/B against a copy)
-        self.proc: asyncio.subprocess.Process | None = None
+        py = shlex.quote(sys.executable)
+        template = f"{py} -m runner_ref --config {{config}}"
+        if profile:
+            out = shlex.quote(str(Path(profile).resolve()))
+            template = f"{py} -m cProfile -o {out} -m runner_ref --config {{config}}"
+        elif switch_interval is not None:
+            code = ("import runpy, sys; sys.setswitchinterval(float(sys.argv[1])); "
+                    "sys.argv = ['runner_ref', *sys.argv[2:]]; "
+                    "runpy.run_module('runner_ref', run_name='__main__', alter_sys=True)")
+            template = f"{py} -c {shlex.quote(code)} {switch_interval} --config {{config}}"
+        self.adapter = RunnerUnderTest(template, config,
+                                       env={**FAST_ENV, "PYTHONPATH": str(src)})
 
     async def start(self) -> None:
-        path = self.workdir / "runner.json"
-        path.write_text(json.dumps(self.config))
-        os.chmod(path, 0o600)
-        log = open_log(self.workdir / "runner.stderr")
-        command = ["-m", "runner_ref", "--config", str(path)]
-        if self.profile:
-            command = ["-m", "cProfile", "-o", self.profile, *command]
-        elif self.switch_interval is not None:
-            command = ["-c", "import runpy, sys; sys.setswitchinterval(float(sys.argv[1])); "
-                       "sys.argv = ['runner_ref', *sys.argv[2:]]; "
-                       "runpy.run_module('runner_ref', run_name='__main__', alter_sys=True)",
-                       str(self.switch_interval), "--config", str(path)]
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, *command,
-            stdout=asyncio.subprocess.DEVNULL, stderr=log, stdin=asyncio.subprocess.DEVNULL,
-            env={**os.environ, **FAST_ENV, "PYTHONPATH": str(self.src)}, cwd=str(self.src),
-            start_new_session=True)
-        log.close()
+        await self.adapter.start()
+
+    @property
+    def pid(self) -> int | None:
+        return self.adapter.pid if self.adapter.process else None
 
     async def stop(self) -> int | None:
-        return await stop_group(self.proc)
-
-
-async def stop_group(proc: asyncio.subprocess.Process | None, grace: float = 10.0) -> int | None:
-    """SIGTERM the process group, wait, then SIGKILL what is left."""
-    if proc is None:
-        return None
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
+        """SIGTERM → wait → SIGKILL; keeps the (redacted) stderr as ``runner.stderr``."""
         try:
-            await asyncio.wait_for(proc.wait(), grace)
-        except TimeoutError:
-            pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    return await proc.wait()
-
-
-async def wait_for(probe: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``probe`` until it returns something other than None, within ``timeout``."""
-    end = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value is not None:
-            return value
-        if time.monotonic() > end:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+            return await self.adapter.stop()
+        finally:
+            (self.workdir / "runner.stderr").write_text(self.adapter.stderr_text())
+            await self.adapter.close()
 
 
 # -- load ------------------------------------------------------------------------------------
@@ -370,11 +337,10 @@ async def measure(args: argparse.Namespace, workdir: Path) -> tuple[list[Run], d
                             args.switch_interval)
             await runner.start()
             try:
-                await cp.wait_online(reg.runner_id, timeout=30)
+                await runner.adapter.wait_online(cp, reg.runner_id, timeout=30)
                 pids: dict[str, int | None] = {
-                    "control plane + client": None,
-                    "runner": runner.proc.pid if runner.proc else None,
-                    "scripted Hermes": hermes.proc.pid if hermes.proc else None}
+                    "control plane + client": None, "runner": runner.pid,
+                    "scripted Hermes": hermes.pid}
                 http = {"path": "/api/status", "method": "GET"}
 
                 async def send_http(i: int) -> Command:

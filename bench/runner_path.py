@@ -35,7 +35,6 @@ from bench.e2e_commands import (  # noqa: E402
     floor_round_trip,
     ms,
     user_system,
-    wait_for,
 )
 
 EPOCH = f"{uuid.uuid4()}:{uuid.uuid4()}"
@@ -49,6 +48,7 @@ class StandIns:
         self.waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.wake = asyncio.Event()
         self.polls = 0
+        self.first_poll = asyncio.Event()
         self.token = secrets.token_urlsafe(24)
         self.hermes_token = secrets.token_urlsafe(24)
         self.runners: list[web.AppRunner] = []
@@ -85,6 +85,7 @@ class StandIns:
     async def poll(self, request: web.Request) -> web.Response:
         self._auth(request)
         self.polls += 1
+        self.first_poll.set()
         if not self.queue and request.headers.get("x-runner-reset") != "1":
             self.wake.clear()
             try:
@@ -170,10 +171,10 @@ async def main_async(args: argparse.Namespace) -> int:
         runner = Runner(work, config, args.profile, args.switch_interval, src=args.runner_src)
         await runner.start()
         try:
-            await wait_for(lambda: s.polls or None, 30, "the runner's first poll")
+            await runner.adapter.guard(s.first_poll.wait(), "its first poll", 30)
             for _ in range(args.warmup):
                 await s.command()
-            pid = runner.proc.pid if runner.proc else None
+            pid = runner.pid
             print(f"# runner_path  floor (4 round trips + 2 commits, p50s) {ms(floor)}  "
                   f"round trip p50 {ms(rt.p50)}  commit p50 {ms(commit.p50)}")
             for label, n, c in (("latency", args.latency_commands, 1),

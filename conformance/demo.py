@@ -2,12 +2,14 @@
 
 ``python -m conformance demo [--runner-cmd "CMD --config {config}"] [--out DIR]``
 
-It starts the simulated control plane and the scripted Hermes in process, registers a runner
-through the admin API (login, CSRF, exact Origin) exactly as an administrator would, writes the
-downloaded ``runner.json`` (mode 0600) into a fresh directory, starts the runner command in its own
-process group and then drives commands through it. Each step is checked against what reached the
+It opens a :class:`~conformance.world.World`: the simulated control plane and the scripted Hermes
+in process, a runner registered through the admin API (login, CSRF, exact Origin) exactly as an
+administrator would, its ``runner.json`` (mode 0600) in a private temp directory that is removed
+afterwards, and the runner command (:class:`~conformance.adapter.RunnerUnderTest`) in its own
+process group. Then it drives commands through it. Each step is checked against what reached the
 control plane (its history) and what reached Hermes (its effect log). It prints one line per
-step, a summary, and writes ``report.json`` and the runner's output to ``--out``.
+step, a summary, and writes ``report.json``, ``transcript.json`` and the runner's output (all
+redacted) to ``--out``.
 
 This module treats the runner as a black box: it never imports ``runner_ref``.
 """
@@ -17,26 +19,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
-import hashlib
 import json
-import os
 import shlex
-import signal
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
-import aiohttp
+from fake_server import Timings
 
-from fake_server import ControlPlane, Timings
-from fixtures.hermes import ScriptedHermes
+from .adapter import AdapterError, split_template
+from .world import open_world
 
 DEFAULT_RUNNER_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
+PROFILE = "default"
 
 
 @dataclass
@@ -75,94 +74,32 @@ def expect(cond: bool, message: str) -> None:
         raise StepFailed(message)
 
 
-class RunnerProcess:
-    """The runner under test: a command line, a config file, a state directory, signals."""
-
-    def __init__(self, cmd_template: str, config_path: Path, out_dir: Path) -> None:
-        self.argv = shlex.split(cmd_template.replace("{config}", shlex.quote(str(config_path))))
-        self.stdout_path = out_dir / "runner.stdout"
-        self.stderr_path = out_dir / "runner.stderr"
-        self.proc: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_SERVER", "HERMES_"))}
-        # the child keeps its own copies of the descriptors; ours close once it is spawned
-        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:  # noqa: ASYNC230
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdout=out, stderr=err, stdin=asyncio.subprocess.DEVNULL,
-                env=env, start_new_session=True)
-
-    def signal(self, sig: int) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, sig)
-
-    async def wait(self, timeout: float) -> int | None:
-        assert self.proc is not None
-        try:
-            return await asyncio.wait_for(self.proc.wait(), timeout)
-        except TimeoutError:
-            return None
-
-    async def kill(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.signal(signal.SIGKILL)
-            await self.proc.wait()
-
-    def output(self) -> bytes:
-        return self.stdout_path.read_bytes() + self.stderr_path.read_bytes()
-
-
-async def register_via_admin(cp: ControlPlane, name: str) -> dict[str, Any]:
-    """Log in, take the CSRF token, register: what the admin page does."""
-    jar = aiohttp.CookieJar(unsafe=True)
-    async with aiohttp.ClientSession(cookie_jar=jar) as http:
-        origin = {"Origin": cp.url}
-        async with http.post(f"{cp.url}/api/app/login", headers=origin,
-                             json={"username": cp.admin_user, "password": cp.admin_password}) as r:
-            expect(r.status == 200, f"login answered {r.status}")
-            csrf = (await r.json())["csrfToken"]
-        async with http.post(f"{cp.url}/api/app/admin/runners",
-                             headers={**origin, "X-CSRF-Token": csrf},
-                             json={"name": name, "sourceNodeId": "local",
-                                   "allowedProfiles": ["default"]}) as r:
-            expect(r.status == 201, f"registration answered {r.status}")
-            created: dict[str, Any] = await r.json()
-        async with http.get(f"{cp.url}/api/app/admin/runners") as r:
-            listing = await r.text()
-        expect(created["token"] not in listing, "the runner list holds the token")
-        return created
-
-
 async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> DemoReport:
+    """Run the walkthrough; raises :class:`~conformance.adapter.AdapterError` for a bad
+    template or a command that does not start (the CLI prints it in one line)."""
+    split_template(runner_cmd, "runner.json")  # a bad template fails before anything is made
     out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240
     report = DemoReport(runner_cmd=runner_cmd)
     say: Callable[[str], None] = (lambda _m: None) if quiet else (lambda m: print(m, flush=True))
-    work = Path(tempfile.mkdtemp(prefix="runner-demo-"))
-    artifact_root = work / "artifacts"
-    artifact_root.mkdir()
-    (artifact_root / "report.txt").write_text("exported by the demo\n")
-    (work / "secret.txt").write_text("outside every artifact root\n")
     timings = Timings(poll_hold=2.0, redelivery=1.0)
-    secrets: list[str] = []
 
-    async with ControlPlane(timings=timings) as cp, ScriptedHermes("slow") as hermes:
+    async with open_world(runner_cmd, profiles=[PROFILE], hermes_script="slow", timings=timings,
+                          runner_name="demo-runner", start_runner=False) as world:
+        cp, hermes, runner = world.cp, world.hermes, world.runner
+        assert runner is not None
+        runner_id = world.runner_id
+        artifact_root = world.artifact_root
+        (artifact_root / "report.txt").write_text("exported by the demo\n")
+        (artifact_root.parent / "secret.txt").write_text("outside every artifact root\n")
         report.server_url, report.hermes_url = cp.url, hermes.url
-        secrets += [cp.admin_password or "", hermes.session_token or ""]
         say(f"control plane  {cp.url}")
         say(f"scripted Hermes {hermes.url}")
-        created = await register_via_admin(cp, "demo-runner")
-        runner_id, token = created["runner"]["id"], created["token"]
-        secrets += [token, hashlib.sha256(token.encode()).hexdigest()]
-        config = {"protocol": 1, "serverURL": cp.url, "runnerId": runner_id, "token": token,
-                  "hermesURL": hermes.url, "allowedProfiles": ["default"],
-                  "artifactRoots": [str(artifact_root)]}
-        config_path = work / "runner.json"
-        config_path.write_text(json.dumps(config))
-        config_path.chmod(0o600)
-        say(f"registered runner {runner_id}; config written to {config_path} (0600)")
-        runner = RunnerProcess(runner_cmd, config_path, out_dir)
-        await runner.start()
+        listing = json.dumps(await world.admin.listing())
+        if world.registered.token in listing:
+            report.secrets_leaked.append("runner token in the admin runner list")
+        say(f"registered runner {runner_id} through the admin API; runner.json written (0600) "
+            "into a private temp directory")
+        await world.start_runner(wait_online=False)
         say(f"runner started: {' '.join(runner.argv)}")
         say("")
         state: dict[str, Any] = {}
@@ -173,15 +110,20 @@ async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> De
             try:
                 st.detail = await asyncio.wait_for(body(), 30)
                 st.status = "pass"
-            except (StepFailed, TimeoutError, AssertionError) as exc:
-                st.status, st.detail = "fail", str(exc) or type(exc).__name__
+            except (StepFailed, TimeoutError, AssertionError, AdapterError) as exc:
+                st.status, st.detail = "fail", world.redact(str(exc) or type(exc).__name__)
             st.seconds = round(time.monotonic() - t0, 3)
             report.steps.append(st)
             mark = "PASS" if st.status == "pass" else "FAIL"
             say(f"  [{mark}] {name:<28} {st.detail}")
 
+        def download(path: Path) -> dict[str, Any]:
+            # the upstream control plane always names the profile it means
+            return {"path": "/api/files/download", "method": "GET",
+                    "search": "?" + urlencode({"profile": PROFILE, "path": str(path)}, safe="/")}
+
         async def connects() -> str:
-            epoch = await cp.wait_online(runner_id, timeout=20)
+            epoch = await runner.wait_online(cp, runner_id, timeout=20)
             polls = cp.history.filter(route="poll", runner_id=runner_id)
             expect(bool(polls) and bool(polls[0].reset), "the first poll did not carry x-runner-reset: 1")
             state["epoch"] = epoch
@@ -205,13 +147,9 @@ async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> De
             return "PUT /api/config → 502 runner_http_forbidden; Hermes untouched"
 
         async def artifacts() -> str:
-            ok = await cp.command(runner_id, "http", {
-                "path": "/api/files/download", "method": "GET",
-                "search": "?" + "path=" + str(artifact_root / "report.txt")})
+            ok = await cp.command(runner_id, "http", download(artifact_root / "report.txt"))
             expect(ok.ok, f"download inside artifactRoots → {ok.status} {ok.code}")
-            bad = await cp.command(runner_id, "http", {
-                "path": "/api/files/download", "method": "GET",
-                "search": "?path=" + str(artifact_root / ".." / "secret.txt")})
+            bad = await cp.command(runner_id, "http", download(artifact_root / ".." / "secret.txt"))
             expect(bad.code == "runner_artifact_forbidden", f"'..' escape → {bad.status} {bad.code}")
             reads = [e.detail.get("path", "") for e in hermes.effects.of("file.read")]
             expect(not any("secret" in p for p in reads), "Hermes served the file outside the roots")
@@ -282,18 +220,17 @@ async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> De
         async def restart() -> str:
             old = cp.epoch(runner_id) or state["epoch"]
             await cp.restart()
-            new = await cp.wait_online(runner_id, timeout=20)
+            new = await runner.wait_online(cp, runner_id, timeout=20, other_than=old)
             expect(new != old and new.split(":")[0] != old.split(":")[0], "no new hub epoch")
             out = await cp.command(runner_id, "http", {"path": "/api/status", "method": "GET"})
             expect(out.ok, f"command after restart → {out.status} {out.code}")
             return "server restarted; runner reconnected with a reset poll, new epoch works"
 
         async def sigterm() -> str:
-            runner.signal(signal.SIGTERM)
-            code = await runner.wait(15)
+            code = await runner.terminate(15)
             report.exit_code = code
             expect(code == 0, f"exit code {code} after SIGTERM")
-            expect(b"stopped" in runner.stderr_path.read_bytes(), "no 'stopped' line")
+            expect("stopped" in runner.stderr_text(), "no 'stopped' line")
             return "SIGTERM → 'stopped', exit 0"
 
         try:
@@ -316,20 +253,19 @@ async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> De
                 await step(name, req, fn)
         finally:
             await runner.kill()
-        output = runner.output()
-        report.secrets_leaked = [f"secret #{i}" for i, s in enumerate(secrets)
-                                 if s and s.encode() in output]
-        history = [{"seq": ex.seq, "route": ex.route, "status": ex.status, "code": ex.code,
-                    "epoch": ex.epoch} for ex in cp.history]
-        (out_dir / "history.json").write_text(json.dumps(history, indent=1))
-    text = json.dumps({**asdict(report), "passed": report.passed, "ok": report.ok}, indent=2)
-    for s in secrets:
-        if s:
-            text = text.replace(s, "[redacted]")
+        if report.exit_code is None:
+            report.exit_code = runner.returncode
+        report.secrets_leaked += [str(leak) for leak in world.scan_for_secrets()]
+        stdout, stderr = runner.redacted_output()
+        (out_dir / "runner.stdout").write_text(stdout)
+        (out_dir / "runner.stderr").write_text(stderr)
+        (out_dir / "transcript.json").write_text(json.dumps(world.transcript(), indent=1))
+        text = world.redact(json.dumps({**asdict(report), "passed": report.passed,
+                                        "ok": report.ok}, indent=2))
     (out_dir / "report.json").write_text(text)
     say("")
     say(f"summary: {report.passed}/{len(report.steps)} steps passed; runner exit code "
-        f"{report.exit_code}; secrets in runner output: {len(report.secrets_leaked)}")
+        f"{report.exit_code}; secrets leaked: {len(report.secrets_leaked)}")
     say(f"report: {out_dir / 'report.json'}")
     return report
 
@@ -340,5 +276,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="command template; {config} is replaced by the runner.json path")
     parser.add_argument("--out", default="reports/demo", type=Path)
     args = parser.parse_args(argv)
-    report = asyncio.run(run_demo(args.runner_cmd, args.out))
+    try:
+        report = asyncio.run(run_demo(args.runner_cmd, args.out))
+    except AdapterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0 if report.ok else 1

@@ -87,11 +87,11 @@ def artifacts() -> Path:
 
 
 @pytest.fixture
-def start_runner() -> Iterator[Callable[[Path], RunnerProcess]]:
+def start_runner(server: LiveServer) -> Iterator[Callable[[Path], RunnerProcess]]:
     procs: list[RunnerProcess] = []
 
     def start(config: Path) -> RunnerProcess:
-        proc = RunnerProcess(config)
+        proc = RunnerProcess(config, server.portal)
         procs.append(proc)
         return proc
 

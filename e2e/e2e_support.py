@@ -1,29 +1,29 @@
-"""Helpers for the admin-page e2e: a ControlPlane in a background loop, the reference runner as
-a subprocess, and page actions that drive the admin page like a person would.
+"""Helpers for the admin-page e2e: a ControlPlane on a background loop (``conformance.portal``),
+the reference runner as a subprocess (``conformance.process``, driven through the same portal),
+and page actions that drive the admin page like a person would.
 
-Nothing here sleeps to wait: waits are Playwright's own expectations or ``wait_until`` (a condition
-polled with a bound).
+Waits are Playwright's own expectations, awaited process events, or ``wait_until``: a bounded
+poll of a condition that has no event to await (a page the test must refresh, a flag owned by
+the server's loop).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from playwright.sync_api import BrowserContext, Page, expect
 
+from conformance.portal import Portal
+from conformance.process import Process, scrubbed_env
 from fake_server import ControlPlane
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,51 +65,44 @@ def wait_until(cond: Callable[[], T], *, timeout: float, what: str, step: float 
 
 
 class LiveServer:
-    """A ControlPlane serving on 127.0.0.1:0 from its own thread and event loop."""
+    """A ControlPlane serving on 127.0.0.1:0 from the portal's thread and event loop."""
 
     def __init__(self, **kwargs: Any) -> None:
         self._kwargs = kwargs
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="e2e-cp", daemon=True)
-        self._cm: ControlPlane | None = None
+        self.portal = Portal(name="e2e-cp")
         self.cp: Any = None
 
-    def run(self, coro: Awaitable[T], timeout: float = 30) -> T:
-        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
-        return fut.result(timeout)
+    def run(self, coro: Any, timeout: float = 30) -> Any:
+        """Await a coroutine on the server's loop."""
+        return self.portal.run(coro, timeout=timeout)
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run a plain function on the server's loop (for non-thread-safe state)."""
-
-        async def wrap() -> T:
-            return fn()
-
-        return self.run(wrap())
+        return self.portal.call_sync(fn, timeout=30)
 
     def start(self) -> LiveServer:
-        self._thread.start()
+        self.portal.start()
 
         async def up() -> Any:
-            self._cm = ControlPlane(
-                admin_user=ADMIN_USER, admin_password=ADMIN_PW, admin_profiles=PROFILES, **self._kwargs
-            )
-            cp = await self._cm.__aenter__()
-            await cp.store.create_account(SECOND_ADMIN, allowed_profiles=PROFILES, is_admin=True, password=SECOND_PW)
+            cp = ControlPlane(admin_user=ADMIN_USER, admin_password=ADMIN_PW,
+                              admin_profiles=PROFILES, **self._kwargs)
+            await cp.start()
+            await cp.store.create_account(SECOND_ADMIN, allowed_profiles=PROFILES, is_admin=True,
+                                          password=SECOND_PW)
             await cp.store.add_source("node-b", "Build farm")
             await cp.store.add_source("node-c", "Lab machine")
             return cp
 
-        self.cp = self.run(up())
+        self.cp = self.portal.call(up, timeout=30)
         return self
 
     def stop(self) -> None:
-        if self._cm is not None:
-            try:
-                self.run(self._cm.__aexit__(None, None, None))
-            finally:
-                self._cm = None
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
+        try:
+            if self.cp is not None:
+                self.portal.call(self.cp.stop, timeout=30)
+                self.cp = None
+        finally:
+            self.portal.close()
 
     @property
     def url(self) -> str:
@@ -213,46 +206,33 @@ def refresh_until(page: Page, cond: Callable[[], bool], *, timeout: float, what:
 
 
 class RunnerProcess:
-    """``python -m runner_ref --config …`` in its own process group; always reaped."""
+    """``python -m runner_ref --config …`` through ``conformance.process`` (own process group,
+    scrubbed environment, output read continuously), driven synchronously over ``portal``;
+    ``stop`` always reaps the group."""
 
-    def __init__(self, config: Path) -> None:
+    def __init__(self, config: Path, portal: Portal) -> None:
         self.config = config
+        self.portal = portal
+        env = scrubbed_env({"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
+        self.process = Process([sys.executable, "-m", "runner_ref", "--config", str(config)],
+                               env=env, cwd=config.parent, tee_dir=config.parent, tee_stem="runner")
         self.stderr_path = config.parent / "runner.stderr"
         self.stdout_path = config.parent / "runner.stdout"
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-        self._out = open(self.stdout_path, "wb")  # noqa: SIM115 - closed in stop()
-        self._err = open(self.stderr_path, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "runner_ref", "--config", str(config)],
-            cwd=str(config.parent),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._out,
-            stderr=self._err,
-            start_new_session=True,
-        )
+        portal.call(self.process.start, timeout=30)
+
+    @property
+    def proc(self) -> RunnerProcess:
+        """Popen-like view (``proc.proc.poll()``) kept for the tests written against Popen."""
+        return self
+
+    def poll(self) -> int | None:
+        return self.process.returncode
 
     def output(self) -> str:
-        self._err.flush()
-        self._out.flush()
-        return self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(errors="replace")
+        return self.process.output().decode(errors="replace")
 
     def wait(self, timeout: float) -> int:
-        return self.proc.wait(timeout)
+        return self.portal.call(self.process.wait, timeout)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(10)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(10)
-        self._out.close()
-        self._err.close()
-
+        self.portal.call(self.process.stop, 10.0)

@@ -1,13 +1,17 @@
-"""Launch the reference runner as a subprocess in its own process group (test helper)."""
+"""Launch the reference runner as a subprocess (test helper): a thin layer over
+``conformance.process.Process`` (own process group, scrubbed environment, stdin closed, output
+read continuously and teed to ``runner-N.stdout``/``runner-N.stderr`` beside the config so every
+byte can be scanned, line waits awaited, the whole group reaped)."""
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
+
+from conformance.process import LineTimeout, Process, ProcessExited, scrubbed_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,14 +30,14 @@ def write_config(directory: Path, cfg: dict[str, Any], mode: int = 0o600) -> Pat
 
 
 class RunnerProcess:
-    """``python -m runner_ref --config PATH``; stdout/stderr go to files so every byte can be
-    scanned; the whole process group is killed at :meth:`reap`."""
+    """``python -m runner_ref --config PATH`` (``launcher`` and ``args`` may be changed before
+    :meth:`start`); the whole process group is killed at :meth:`reap`."""
 
     def __init__(self, config_path: Path | None, *, args: list[str] | None = None,
                  env: dict[str, str] | None = None, prefix: list[str] | None = None) -> None:
         self.config_path = config_path
         self.args = args if args is not None else ["--config", str(config_path)]
-        self.env = {**os.environ, **FAST_ENV, "PYTHONPATH": str(REPO), **(env or {})}
+        self.env = scrubbed_env({**FAST_ENV, "PYTHONPATH": str(REPO), **(env or {})})
         self.prefix = prefix or []
         self.launcher = ["-m", "runner_ref"]
         base = (config_path.parent if config_path else Path(os.environ.get("TMPDIR", "/tmp")))
@@ -42,26 +46,30 @@ class RunnerProcess:
             n += 1
         self.stdout_path = base / f"runner-{n}.stdout"
         self.stderr_path = base / f"runner-{n}.stderr"
-        self.proc: asyncio.subprocess.Process | None = None
+        self.stderr_path.touch(mode=0o600)  # reserve the name for this instance
+        self._base, self._stem = base, f"runner-{n}"
+        self.process: Process | None = None
 
     async def start(self) -> RunnerProcess:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        out = os.open(self.stdout_path, flags, 0o600)
-        err = os.open(self.stderr_path, flags, 0o600)
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.prefix, sys.executable, *self.launcher, *self.args,
-            stdout=out, stderr=err, stdin=asyncio.subprocess.DEVNULL, env=self.env,
-            cwd=str(REPO), start_new_session=True)
-        os.close(out)
-        os.close(err)
+        self.process = Process([*self.prefix, sys.executable, *self.launcher, *self.args],
+                               env=self.env, cwd=REPO, tee_dir=self._base, tee_stem=self._stem)
+        await self.process.start()
         return self
+
+    def _require(self) -> Process:
+        assert self.process is not None, "runner not started"
+        return self.process
+
+    @property
+    def proc(self) -> asyncio.subprocess.Process | None:
+        return self.process.proc if self.process is not None else None
 
     @property
     def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
+        return self._require().pid
 
     def output(self) -> bytes:
+        """Every byte written to the tee files (stdout then stderr)."""
         data = b""
         for p in (self.stdout_path, self.stderr_path):
             if p.exists():
@@ -72,32 +80,20 @@ class RunnerProcess:
         return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
 
     async def wait_output(self, needle: str, timeout: float = 10.0, count: int = 1) -> None:
-        loop = asyncio.get_running_loop()
-        end = loop.time() + timeout
-        while self.stderr().count(needle) < count:
-            if loop.time() > end:
-                raise AssertionError(f"no {needle!r} in runner stderr:\n{self.stderr()}")
-            if self.proc is not None and self.proc.returncode is not None:
-                raise AssertionError(f"runner exited {self.proc.returncode}:\n{self.stderr()}")
-            await asyncio.sleep(0.02)
+        """Until ``count`` stderr lines contain ``needle``; fails at once if the runner exits."""
+        try:
+            await self._require().wait_line(needle, timeout, count=count)
+        except ProcessExited as exc:
+            raise AssertionError(f"runner exited {exc.returncode}:\n{self.stderr()}") from None
+        except LineTimeout:
+            raise AssertionError(f"no {needle!r} in runner stderr:\n{self.stderr()}") from None
 
     async def wait(self, timeout: float = 10.0) -> int:
-        assert self.proc is not None
-        return await asyncio.wait_for(self.proc.wait(), timeout)
+        return await self._require().wait(timeout)
 
     def signal(self, sig: int) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, sig)
+        self._require().signal(sig)
 
     async def reap(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.returncode is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            await asyncio.wait_for(self.proc.wait(), 5)
-        except TimeoutError:
-            pass
+        if self.process is not None:
+            await self.process.reap()

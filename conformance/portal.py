@@ -1,0 +1,110 @@
+"""``Portal``: a synchronous bridge into one background event loop.
+
+Synchronous drivers (Hypothesis ``RuleBasedStateMachine`` rules, Playwright's sync API) cannot
+``await``; they call ``portal.call(coro_fn, *args)`` and get the result (or the exception) back
+in their own thread. It stands on AnyIO's ``BlockingPortal`` (asyncio backend): one thread, one
+loop, started and stopped by the context manager.
+
+Rules:
+- Everything created through the portal (servers, sessions, events) lives on the portal's loop;
+  touch it only through :meth:`Portal.call` (or :meth:`Portal.call_sync` for a plain function,
+  which is how a caller reads state that is not thread-safe).
+- :meth:`Portal.enter` enters an async context manager on the loop and exits it when the portal
+  closes, last entered first.
+- ``timeout`` bounds one call; when it passes, the call's task is cancelled and
+  ``TimeoutError`` is raised.
+- Closing cancels what is still running, exits entered contexts and joins the thread.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, ExitStack
+from typing import Any, TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+T = TypeVar("T")
+
+
+class Portal:
+    """``with Portal() as portal: portal.call(async_fn, *args)``."""
+
+    def __init__(self, name: str = "conformance-portal") -> None:
+        self.name = name
+        self._stack = ExitStack()
+        self._portal: BlockingPortal | None = None
+
+    def start(self) -> Portal:
+        if self._portal is None:
+            cm: AbstractContextManager[BlockingPortal] = start_blocking_portal(name=self.name)
+            self._portal = self._stack.enter_context(cm)
+        return self
+
+    def close(self) -> None:
+        """Exit entered contexts (last first), cancel what still runs, join the thread."""
+        portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        try:
+            self._stack.close()  # contexts first, then the portal itself (LIFO)
+        finally:
+            self._stack = ExitStack()
+
+    def __enter__(self) -> Portal:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def running(self) -> bool:
+        return self._portal is not None
+
+    def _require(self) -> BlockingPortal:
+        if self._portal is None:
+            raise RuntimeError("the portal is not running")
+        return self._portal
+
+    def call(self, fn: Callable[..., Awaitable[T]], *args: Any,
+             timeout: float | None = None) -> T:
+        """Run ``fn(*args)`` on the portal's loop and await it; its result, or its exception
+        re-raised here."""
+        portal = self._require()
+        if timeout is None:
+            return portal.call(fn, *args)
+        future: concurrent.futures.Future[T] = portal.start_task_soon(fn, *args)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"portal call did not finish within {timeout}s") from None
+
+    def call_sync(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
+        """Run a plain function on the portal's loop (to read state that is not thread-safe)."""
+
+        async def wrap() -> T:
+            return fn(*args)
+
+        return self.call(wrap, timeout=timeout)
+
+    def run(self, awaitable: Awaitable[T], timeout: float | None = None) -> T:
+        """Await an already-made awaitable (a coroutine object) on the portal's loop."""
+
+        async def wait() -> T:
+            return await awaitable
+
+        return self.call(wait, timeout=timeout)
+
+    def enter(self, cm: AbstractAsyncContextManager[T]) -> T:
+        """Enter ``cm`` on the loop; it is exited when the portal closes (last entered first)."""
+        portal = self._require()
+        return self._stack.enter_context(portal.wrap_async_context_manager(cm))
+
+    @contextlib.contextmanager
+    def wrap(self, cm: AbstractAsyncContextManager[T]) -> Any:
+        """``with portal.wrap(async_cm) as value:`` — a sync context around an async one."""
+        with self._require().wrap_async_context_manager(cm) as value:
+            yield value
