@@ -2,7 +2,7 @@
 
 Everything that decides what happens to a delivered command lives here; this module does no
 I/O and does not know about SQLite, HTTP or Hermes. :mod:`runner_ref.ledger_store` persists
-rows; :mod:`runner_ref.agent` performs the actions this module returns.
+rows; :mod:`runner_ref.poll_loop` performs the actions this module returns.
 
 Theory of operation. A command id has a *row* (``None`` before the first delivery) in one of
 three states, and may be *in flight* in this process:
@@ -44,7 +44,7 @@ class Event(enum.Enum):
     RETIRE = "retire"
 
 
-class Decision(enum.Enum):
+class DeliveryDecision(enum.Enum):
     CONFLICT = "conflict"
     JOIN = "join"
     REPLAY = "replay"
@@ -86,18 +86,18 @@ def transition(state: State | None, event: Event) -> State:
 _RuleTest = Callable[[Row | None, str | None, str], bool]
 
 #: DELIVERY_RULES: (test(row, in_flight_fingerprint, fingerprint), decision), in order.
-DELIVERY_RULES: tuple[tuple[_RuleTest, Decision], ...] = (
+DELIVERY_RULES: tuple[tuple[_RuleTest, DeliveryDecision], ...] = (
     (lambda row, fl, fp: (row is not None and row.fingerprint != fp)
-     or (fl is not None and fl != fp), Decision.CONFLICT),
-    (lambda row, fl, fp: fl is not None, Decision.JOIN),
-    (lambda row, fl, fp: row is not None and row.state is State.COMPLETE, Decision.REPLAY),
+     or (fl is not None and fl != fp), DeliveryDecision.CONFLICT),
+    (lambda row, fl, fp: fl is not None, DeliveryDecision.JOIN),
+    (lambda row, fl, fp: row is not None and row.state is State.COMPLETE, DeliveryDecision.REPLAY),
     (lambda row, fl, fp: row is not None and row.state in (State.STARTED, State.RETIRED),
-     Decision.UNCERTAIN),
-    (lambda row, fl, fp: row is None, Decision.START),
+     DeliveryDecision.UNCERTAIN),
+    (lambda row, fl, fp: row is None, DeliveryDecision.START),
 )
 
 
-def decide(row: Row | None, in_flight: str | None, fingerprint: str) -> Decision:
+def decide(row: Row | None, in_flight: str | None, fingerprint: str) -> DeliveryDecision:
     """What to do with a delivery, given the stored row and the fingerprint of a live flight."""
     for test, decision in DELIVERY_RULES:
         if test(row, in_flight, fingerprint):

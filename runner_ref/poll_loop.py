@@ -29,7 +29,6 @@ from typing import Any
 from . import status, timings
 from .allowlists import require_profile
 from .config import RunnerConfig
-from .control import ControlClient, features_header
 from .errors import CommandError, ServerError, error_reply
 from .fingerprint import command_fingerprint
 from .gateway import Gateways
@@ -39,12 +38,13 @@ from .ledger import (
     CONFLICT,
     NOT_ADMITTED,
     UNCERTAIN,
-    Decision,
+    DeliveryDecision,
     RetireCounter,
     deadline_ok,
     decide,
 )
 from .ledger_store import LedgerStore
+from .machine_client import MachineClient, features_header
 from .teamtools.leases import LeaseManager
 
 EXTENSION_KINDS = frozenset({
@@ -63,14 +63,14 @@ def result_body(cid: str, reply: Reply, encoded: str | None) -> bytes:
     return json.dumps({"id": cid, **reply}, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-class Agent:
+class PollLoop:
     """One runner process's protocol life."""
 
     def __init__(self, cfg: RunnerConfig, store: LedgerStore, instance_id: str,
                  stop: asyncio.Event | None = None) -> None:
         self.cfg = cfg
         self.store = store
-        self.control = ControlClient(cfg.server_url, cfg.runner_id, cfg.token, instance_id,
+        self.machine = MachineClient(cfg.server_url, cfg.runner_id, cfg.token, instance_id,
                                      features_header(cfg.browser_enabled))
         self.hermes = HermesClient(cfg.hermes_url, cfg.hermes_credentials)
         self.gateways = Gateways(self.hermes, cfg.allowed_profiles, self._post_event,
@@ -147,7 +147,7 @@ class Agent:
                     reset = True
                     await self._disconnect_local()
             try:
-                body = await self._until_stopped(self.control.poll(reset))
+                body = await self._until_stopped(self.machine.poll(reset))
             except Exception as exc:  # noqa: BLE001 - any poll failure reconnects
                 if not isinstance(exc, ServerError):
                     exc = ServerError(0, "runner_request_failed", "poll failed")
@@ -163,9 +163,9 @@ class Agent:
             if body is None:  # stopped, or a reset was requested
                 continue
             epoch = body["epoch"]
-            if self.control.epoch is not None and epoch != self.control.epoch:
+            if self.machine.epoch is not None and epoch != self.machine.epoch:
                 await self._disconnect_local()
-            self.control.epoch = epoch
+            self.machine.epoch = epoch
             if reset:
                 reset = False
                 self._connected = True
@@ -185,7 +185,7 @@ class Agent:
             return await task
         except asyncio.CancelledError:
             if not self._poll_cut:
-                raise   # the agent itself is being cancelled
+                raise   # the poll loop itself is being cancelled
             return None
         finally:
             self._poll_task, self._poll_cut = None, False
@@ -202,7 +202,7 @@ class Agent:
             await asyncio.wait(set(self._tasks), timeout=timings.SHUTDOWN_DRAIN)
         for t in list(self._tasks):
             t.cancel()
-        await self.control.close()
+        await self.machine.close()
         await self.hermes.close()
 
     # -- commands ----------------------------------------------------------------------------
@@ -222,7 +222,7 @@ class Agent:
         try:
             reply, encoded = await self._handle(cmd, epoch)
             with contextlib.suppress(ServerError):
-                await self.control.post_encoded("result", result_body(cid, reply, encoded),
+                await self.machine.post_encoded("result", result_body(cid, reply, encoded),
                                                 epoch=epoch)
         finally:
             self._handling.discard(cid)
@@ -241,7 +241,7 @@ class Agent:
             return error_reply("runner_error", "command cannot be fingerprinted"), None
         flight = self._inflight.get(cid)
         if flight is not None:
-            if decide(None, flight[0], fp) is Decision.CONFLICT:
+            if decide(None, flight[0], fp) is DeliveryDecision.CONFLICT:
                 return CONFLICT, None
             return await asyncio.shield(flight[1]), None
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
@@ -266,11 +266,11 @@ class Agent:
         except Exception:  # noqa: BLE001 - a ledger that cannot be used never runs anything
             return UNCERTAIN, None
         decision = decide(row, None, fp)
-        if decision is Decision.CONFLICT:
+        if decision is DeliveryDecision.CONFLICT:
             return CONFLICT, None
-        if decision is Decision.UNCERTAIN:
+        if decision is DeliveryDecision.UNCERTAIN:
             return UNCERTAIN, None
-        if decision is Decision.REPLAY:
+        if decision is DeliveryDecision.REPLAY:
             assert row is not None and row.result is not None
             try:
                 stored: Reply = json.loads(row.result)
@@ -290,7 +290,7 @@ class Agent:
         if not deadline_ok(expires_at, timings.now_ms()):
             return NOT_ADMITTED
         try:
-            answer = await self.control.post("admit", {"id": cmd["id"]}, epoch=epoch)
+            answer = await self.machine.post("admit", {"id": cmd["id"]}, epoch=epoch)
         except ServerError:
             return NOT_ADMITTED
         if not (isinstance(answer, dict) and answer.get("allowed") is True):
@@ -308,7 +308,7 @@ class Agent:
                     raise CommandError("runner_feature_unavailable",
                                        "this runner does not provide that feature", 409)
                 raise CommandError("runner_command_unknown", "unknown command kind", 400)
-            if not self._connected or self.control.epoch != epoch:
+            if not self._connected or self.machine.epoch != epoch:
                 raise CommandError("runner_error", "runner is disconnected", 400)
             if not isinstance(payload, dict):
                 raise CommandError("runner_error", "payload must be an object", 400)
@@ -332,12 +332,12 @@ class Agent:
         return await self.leases.create(payload)
 
     async def _post_event(self, body: dict[str, Any]) -> Any:
-        return await self.control.post("event", body)
+        return await self.machine.post("event", body)
 
     async def _relay(self, lease_id: str, tool_id: str, arguments: dict[str, Any],
                      call_id: str) -> Any:
         long = tool_id.startswith(("managed_browser_", "credential_"))
-        answer = await self.control.post(
+        answer = await self.machine.post(
             "tool", {"leaseId": lease_id, "toolId": tool_id, "arguments": arguments,
                      "callId": call_id},
             timeout=600.0 if long else None)

@@ -32,7 +32,7 @@ def features_header(browser_enabled: bool) -> str:
     return ",".join((*FEATURES_BASE, "managed-browser-disabled-v1", "credential-ref-v1"))
 
 
-class ControlClient:
+class MachineClient:
     """Requests to the machine API; raises :class:`ServerError` for every failure.
 
     Per-request work is kept small: one session, header dicts built once (per epoch for the

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from runner_ref import timings
-from runner_ref.agent import Agent
 from runner_ref.config import parse_config
 from runner_ref.errors import ServerError
 from runner_ref.ledger_store import LedgerStore
+from runner_ref.poll_loop import PollLoop
 
 CFG = {"protocol": 1, "serverURL": "http://127.0.0.1:9", "token": "t" * 40,
        "runnerId": "0b3c9a9e-2f51-4a8e-9a43-5e8f8e2f6b1c", "hermesURL": "http://127.0.0.1:9",
@@ -42,7 +42,7 @@ async def test_poll_loop_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(timings, "RECONNECT_DELAY", DELAY)
     store = await LedgerStore.open(str(tmp_path / "l.sqlite3"))
-    agent = Agent(parse_config(CFG), store, "inst")
+    poll_loop = PollLoop(parse_config(CFG), store, "inst")
     loop = asyncio.get_running_loop()
     polls: list[tuple[bool, float]] = []
     drops: list[tuple[str, int]] = []
@@ -61,11 +61,11 @@ async def test_poll_loop_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     async def dispose_all() -> None:
         drops.append(("leases", len(polls)))
 
-    agent.control.poll = poll  # type: ignore[method-assign]
-    agent.gateways.close_all = close_all  # type: ignore[method-assign]
-    agent.leases.dispose_all = dispose_all  # type: ignore[method-assign]
+    poll_loop.machine.poll = poll  # type: ignore[method-assign]
+    poll_loop.gateways.close_all = close_all  # type: ignore[method-assign]
+    poll_loop.leases.dispose_all = dispose_all  # type: ignore[method-assign]
     try:
-        code = await asyncio.wait_for(agent.run(), 15)
+        code = await asyncio.wait_for(poll_loop.run(), 15)
     finally:
         await store.close()
     assert code == 1 and not script
@@ -89,18 +89,18 @@ async def test_stop_during_reconnect_wait_is_prompt(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(timings, "RECONNECT_DELAY", 30.0)
     store = await LedgerStore.open(str(tmp_path / "l.sqlite3"))
-    agent = Agent(parse_config(CFG), store, "inst")
+    poll_loop = PollLoop(parse_config(CFG), store, "inst")
     failed = asyncio.Event()
 
     async def poll(reset: bool) -> dict[str, Any]:
         failed.set()
         raise ServerError(503, "service_stopping", "stopping")
 
-    agent.control.poll = poll  # type: ignore[method-assign]
+    poll_loop.machine.poll = poll  # type: ignore[method-assign]
     try:
-        run = asyncio.create_task(agent.run())
+        run = asyncio.create_task(poll_loop.run())
         await asyncio.wait_for(failed.wait(), 5)
-        agent.stop()
+        poll_loop.stop()
         assert await asyncio.wait_for(run, 5) == 0
     finally:
         await store.close()

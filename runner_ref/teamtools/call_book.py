@@ -1,0 +1,79 @@
+"""The callId memory of one lease (§6): runs each new call once, shares its outcome.
+
+The rules (validation, dedupe decision, envelopes) are :mod:`runner_ref.teamtools.call_rules`;
+this module only applies them with asyncio: a new callId starts one task, a repeat awaits the
+same task (shielded, so a caller going away never cancels a call others share).
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from runner_ref.errors import CommandError, ServerError
+from runner_ref.timings import ERROR_TEXT_CAP
+
+from .call_rules import (
+    CALL_REFUSALS,
+    MAX_CALLS,
+    Call,
+    CallDecision,
+    ListenerAnswer,
+    decide,
+    wrap_failure,
+    wrap_result,
+)
+
+
+def failure_of(exc: BaseException) -> dict[str, Any]:
+    """The isError envelope of an exception; only coded errors carry their own text."""
+    if isinstance(exc, (ServerError, CommandError)):
+        return wrap_failure(exc.code, exc.message[:ERROR_TEXT_CAP])
+    if isinstance(exc, asyncio.CancelledError):
+        return wrap_failure("team_tools_expired", "team tool call stopped")
+    return wrap_failure("runner_error", "team tool call failed")
+
+
+class CallBook:
+    """The callId memory of one lease; runs each new call once and shares its outcome."""
+
+    def __init__(self, limit: int = MAX_CALLS) -> None:
+        self.limit = limit
+        self._seen: dict[str, str] = {}
+        self._tasks: dict[str, asyncio.Task[dict[str, Any]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    async def run(self, call: Call, execute: Callable[[], Awaitable[Any]]) -> ListenerAnswer:
+        decision = decide(self._seen, call, self.limit)
+        if decision in CALL_REFUSALS:
+            return CALL_REFUSALS[decision]
+        if decision is CallDecision.NEW:
+            self._seen[call.call_id] = call.fingerprint
+            self._tasks[call.call_id] = asyncio.ensure_future(self._execute(execute))
+        task = self._tasks[call.call_id]
+        try:
+            # Shield: a caller that goes away must not cancel the call others may share.
+            return ListenerAnswer(200, await asyncio.shield(task))
+        except asyncio.CancelledError as exc:
+            if not task.cancelled():
+                raise  # this caller was cancelled, not the call
+            return ListenerAnswer(200, failure_of(exc))
+
+    @staticmethod
+    async def _execute(execute: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+        try:
+            return wrap_result(await execute())
+        except asyncio.CancelledError as exc:
+            return failure_of(exc)
+        except Exception as exc:  # every failure becomes an isError envelope, never a 500
+            return failure_of(exc)
+
+    async def cancel_all(self) -> None:
+        """Stop calls still running (lease disposed); their waiters get an isError envelope."""
+        running = [t for t in self._tasks.values() if not t.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
