@@ -10,6 +10,8 @@ Rules:
   exactly ``{profile, current_session_id}`` and answers only that session's ``{id, status}``.
   A JSON-RPC error from Hermes becomes ``hermes_rpc_error`` with Hermes' message (≤1000 chars).
   A channel closed during create/resume → 409 ``runner_command_uncertain``.
+- A session is the channel's from the moment the reader reads its create/resume reply (in wire
+  order, before the next frame), so an event right behind the reply is forwarded.
 - Events: only frames of sessions this channel owns are forwarded, in order, as the ``params``
   of the Hermes ``event`` notification; ``message.complete`` clears the running state;
   ``session.info`` updates stored ids (and tells the leases). A 410 on ``event`` closes just this
@@ -80,6 +82,7 @@ class Channel:
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._on_result: dict[int, Callable[[Any], None]] = {}
         self._events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._closing: asyncio.Future[None] | None = None
@@ -92,12 +95,18 @@ class Channel:
         self._ws = ws
         self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._post())]
 
-    async def call(self, method: str, params: dict[str, Any]) -> Any:
+    async def call(self, method: str, params: dict[str, Any],
+                   on_result: Callable[[Any], None] | None = None) -> Any:
+        """Send one request and await its reply. ``on_result`` runs in the reader, in wire
+        order, before any later frame is read (session ownership must be in place before the
+        event that may follow the reply on the wire)."""
         if self.closed or self._ws is None:
             raise CommandError("runner_connection_closed", "gateway is closed", 410)
         rid = next(self._ids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
+        if on_result is not None:
+            self._on_result[rid] = on_result
         try:
             await self._ws.send_str(json.dumps(
                 {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
@@ -106,6 +115,7 @@ class Channel:
             raise CommandError("runner_connection_closed", "gateway is closed", 410) from None
         finally:
             self._pending.pop(rid, None)
+            self._on_result.pop(rid, None)
 
     async def _read(self) -> None:
         assert self._ws is not None
@@ -139,7 +149,11 @@ class Channel:
                 msg = text if isinstance(text, str) else "Hermes error"
                 fut.set_exception(CommandError("hermes_rpc_error", msg[: timings.ERROR_TEXT_CAP], 502))
             else:
-                fut.set_result(frame.get("result"))
+                result = frame.get("result")
+                hook = self._on_result.pop(rid, None)
+                if hook is not None and not self.closed:
+                    hook(result)   # e.g. the session is this channel's before the next frame
+                fut.set_result(result)
             return
         if frame.get("method") != "event" or not isinstance(frame.get("params"), dict):
             return
@@ -348,15 +362,20 @@ class Gateways:
 
     async def _open_session(self, ch: Channel, method: str, params: dict[str, Any]) -> Any:
         profile = require_profile(params.get("profile"), self.allowed_profiles)
-        result = await ch.call(method, params)
+
+        def own(result: Any) -> None:
+            # runs in the channel's reader as the reply is read, so an event right behind the
+            # reply on the wire (Hermes sends session.info at once) already finds its owner
+            if isinstance(result, dict) and isinstance(result.get("session_id"), str):
+                stored = result.get("stored_session_id") or result.get("resumed") or (
+                    params.get("session_id") if method == "session.resume" else None)
+                ch.sessions[result["session_id"]] = OwnedSession(
+                    profile=profile, stored_id=stored if isinstance(stored, str) else None,
+                    running=result.get("running") is True)
+
+        result = await ch.call(method, params, on_result=own)
         if ch.closed or self.channels.get(ch.id) is not ch:
             raise CommandError("runner_command_uncertain", "channel closed during the call", 409)
-        if isinstance(result, dict) and isinstance(result.get("session_id"), str):
-            stored = result.get("stored_session_id") or result.get("resumed") or (
-                params.get("session_id") if method == "session.resume" else None)
-            ch.sessions[result["session_id"]] = OwnedSession(
-                profile=profile, stored_id=stored if isinstance(stored, str) else None,
-                running=result.get("running") is True)
         return result
 
     async def _active_list(self, ch: Channel, params: dict[str, Any]) -> Any:

@@ -3,6 +3,7 @@ handshake wins, and tombstones refuse a reopen."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -138,3 +139,82 @@ async def test_gateway_close_waits_for_a_close_already_in_progress(
     assert loop.time() - t0 >= 0.2 and ws.closed   # it waited for the first close to end
     await first
     assert len(ws.sent) == 1                          # one interrupt, not two
+
+
+class Frame:
+    """What ``async for msg in ws`` yields (``aiohttp.WSMessage``'s two fields the reader uses)."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        import aiohttp
+        self.type = aiohttp.WSMsgType.TEXT
+        self.data = json.dumps(body)
+
+
+class EagerWS(FakeWS):
+    """Answers every request with its reply and, right behind it on the wire, one event of the
+    session. Queued frames are handed to the reader without a suspension in between, so the
+    reader reads the event before the coroutine awaiting the reply can resume: the ordering a
+    real Hermes only makes likely (it sends ``session.info`` at once after create/resume) is
+    made certain here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._frames: list[dict[str, Any]] = []
+        self._more = asyncio.Event()
+
+    async def send_str(self, data: str) -> None:
+        req = json.loads(data)
+        method, params = req["method"], req["params"]
+        sid = params.get("session_id") or "rt-1"
+        if method in ("session.create", "session.resume"):
+            result = {"session_id": sid, "stored_session_id": "st-1"}
+            event = {"type": "session.info", "session_id": sid,
+                     "payload": {"stored_session_id": "st-1"}}
+        else:
+            result = {"ok": True}
+            event = {"type": "marker", "session_id": sid}
+        self._frames += [{"jsonrpc": "2.0", "id": req["id"], "result": result},
+                         {"jsonrpc": "2.0", "method": "event", "params": event}]
+        self._more.set()
+
+    async def __anext__(self) -> Any:
+        while not self._frames:
+            if self.closed:
+                raise StopAsyncIteration
+            self._more.clear()
+            await self._more.wait()
+        return Frame(self._frames.pop(0))
+
+    async def close(self) -> None:
+        self.closed = True
+        self._more.set()
+
+
+@pytest.mark.parametrize("method", ["session.create", "session.resume"])
+async def test_event_right_behind_the_open_reply_is_forwarded(method: str) -> None:
+    """Ownership is registered by the reader as it reads the reply, so the ``session.info``
+    that follows it on the wire is forwarded (it was dropped when the session became the
+    channel's only once the awaiting coroutine resumed)."""
+    ws = EagerWS()
+    posted: list[dict[str, Any]] = []
+    marker = asyncio.Event()
+
+    async def post(body: dict[str, Any]) -> None:
+        posted.append(body)
+        if body.get("frame", {}).get("type") == "marker":
+            marker.set()
+
+    class Hermes:
+        async def ws_connect(self) -> EagerWS:
+            return ws
+
+    gw = Gateways(Hermes(), ("default",), post, lambda: None)  # type: ignore[arg-type]
+    await gw.open({"connectionId": "c"})
+    params = {"profile": "default"} | ({"session_id": "rt-1"} if method == "session.resume" else {})
+    await gw.rpc({"connectionId": "c", "method": method, "params": params})
+    # a second call on the session: its event is posted after anything read before it
+    await gw.rpc({"connectionId": "c", "method": "session.usage", "params": {"session_id": "rt-1"}})
+    await marker.wait()
+    assert [b["frame"]["type"] for b in posted] == ["session.info", "marker"]
+    assert gw.stored_id("rt-1") == "st-1"
+    await gw.close_all()
