@@ -183,7 +183,7 @@ class Channel:
                 if body.get("closed"):
                     return
                 if exc.status == 410:
-                    asyncio.create_task(self._registry.close_channel(self.id))
+                    self._registry.close_later(self.id)
                 else:
                     self._registry.on_fatal()
                 return
@@ -238,6 +238,7 @@ class Gateways:
         self.channels: dict[str, Channel] = {}
         self._tombstones: dict[str, float] = {}
         self._closing: dict[str, Channel] = {}   # channels whose close is in progress
+        self._background: set[asyncio.Task[None]] = set()   # closes started by a 410
         self._clock = clock
 
     # -- SessionDirectory ----------------------------------------------------------------
@@ -309,6 +310,13 @@ class Gateways:
         if ch is not None:
             await self._close_tracked(ch)
 
+    def close_later(self, connection_id: str) -> None:
+        """Close one channel in the background (its own poster cannot await its close); the
+        task is kept until done and awaited by :meth:`close_all`."""
+        task = asyncio.create_task(self.close_channel(connection_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def _close_tracked(self, ch: Channel) -> None:
         """Close ``ch``; while it closes, a gateway.close for its id waits for it."""
         self._closing[ch.id] = ch
@@ -331,7 +339,8 @@ class Gateways:
         self.channels.clear()
         for ch in chans:
             self._tombstone(ch.id)
-        await asyncio.gather(*(self._close_tracked(ch) for ch in chans), return_exceptions=True)
+        await asyncio.gather(*(self._close_tracked(ch) for ch in chans),
+                             *list(self._background), return_exceptions=True)
 
     async def rpc(self, payload: dict[str, Any]) -> Any:
         cid = payload.get("connectionId")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runner_ref.errors import CommandError
+from runner_ref.errors import CommandError, ServerError
 from runner_ref.gateway import Gateways
 
 
@@ -218,3 +218,56 @@ async def test_event_right_behind_the_open_reply_is_forwarded(method: str) -> No
     assert [b["frame"]["type"] for b in posted] == ["session.info", "marker"]
     assert gw.stored_id("rt-1") == "st-1"
     await gw.close_all()
+
+
+class InterruptHangingWS(HangingWS):
+    """Hands the reader the frames a test pushes; never answers a request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.interrupt_sent = asyncio.Event()
+
+    def push(self, body: dict[str, Any]) -> None:
+        self._frames.put_nowait(body)
+
+    async def send_str(self, data: str) -> None:
+        await super().send_str(data)
+        if json.loads(data)["method"] == "session.interrupt":
+            self.interrupt_sent.set()
+
+    async def __anext__(self) -> Any:
+        getter = asyncio.ensure_future(self._frames.get())
+        gone = asyncio.ensure_future(self._gone.wait())
+        done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+        for t in (getter, gone):
+            t.cancel()
+        if getter not in done:
+            raise StopAsyncIteration
+        return Frame(getter.result())
+
+
+async def test_close_all_awaits_the_close_a_410_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 410 on ``event`` closes the channel in a background task that the registry keeps and
+    ``close_all`` awaits (it was created and dropped: collectable mid-close, never awaited)."""
+    from runner_ref import timings
+    from runner_ref.gateway import OwnedSession
+    monkeypatch.setattr(timings, "INTERRUPT_WAIT", 0.2)
+    ws = InterruptHangingWS()
+
+    async def post(body: dict[str, Any]) -> None:
+        raise ServerError(410, "runner_connection_closed", "gone")
+
+    class Hermes:
+        async def ws_connect(self) -> InterruptHangingWS:
+            return ws
+
+    gw = Gateways(Hermes(), ("default",), post, lambda: None)  # type: ignore[arg-type]
+    await gw.open({"connectionId": "c"})
+    gw.channels["c"].sessions["s1"] = OwnedSession("default", None, running=True)
+    ws.push({"jsonrpc": "2.0", "method": "event",
+             "params": {"type": "message.delta", "session_id": "s1"}})
+    await ws.interrupt_sent.wait()          # the background close is under way
+    assert "c" not in gw.channels and not ws.closed
+    await gw.close_all()
+    assert ws.closed                        # close_all waited for that close to finish
