@@ -23,6 +23,10 @@ A delivery is decided by :data:`DELIVERY_RULES`, checked in order (first match w
 5. no row                                  → START
 After START the runner checks the deadline, admits, checks the deadline again
 (:data:`ADMISSION_GATES`); any failure completes the row with 403 ``runner_command_not_admitted``.
+
+The tables are what runs: :mod:`runner_ref.ledger_store` builds its SQL guards from
+:data:`TRANSITIONS` (:func:`source_state` / :func:`target_state`), :func:`decide` applies
+:data:`DELIVERY_RULES`, and the poll loop iterates :data:`ADMISSION_GATES`.
 """
 from __future__ import annotations
 
@@ -74,6 +78,20 @@ class Row:
     created: int         # ms since the epoch
 
 
+def source_state(event: Event) -> State | None:
+    """The one state ``event`` leaves (``None``: no row yet). The store's SQL guards are built
+    from this, so the table is what the database enforces."""
+    sources = [state for state, moves in TRANSITIONS.items() if event in moves]
+    if len(sources) != 1:
+        raise LedgerError(f"{event.value} must leave exactly one state, leaves {len(sources)}")
+    return sources[0]
+
+
+def target_state(event: Event) -> State:
+    """The state ``event`` leads to (from :func:`source_state`)."""
+    return TRANSITIONS[source_state(event)][event]
+
+
 def transition(state: State | None, event: Event) -> State:
     """Apply one event; raises :class:`LedgerError` for a transition that has no entry."""
     try:
@@ -105,9 +123,15 @@ def decide(row: Row | None, in_flight: str | None, fingerprint: str) -> Delivery
     raise LedgerError("no delivery rule matched")  # unreachable: the rules are exhaustive
 
 
+class Gate(enum.Enum):
+    DEADLINE = "deadline"   # :func:`deadline_ok` on ``expiresAt`` and the wall clock
+    ADMIT = "admit"         # the control plane's ``admit`` answers ``{"allowed": true}``
+
+
 #: ADMISSION_GATES, in order: before admit the deadline must not have passed, admit must say
 #: allowed, and after admit the deadline is checked again. Each failure is the same refusal.
-ADMISSION_GATES: tuple[str, ...] = ("deadline", "admit", "deadline")
+#: :class:`runner_ref.poll_loop.PollLoop` iterates this tuple (one check per :class:`Gate`).
+ADMISSION_GATES: tuple[Gate, ...] = (Gate.DEADLINE, Gate.ADMIT, Gate.DEADLINE)
 NOT_ADMITTED: dict[str, Any] = {"error": {
     "message": "command not admitted", "code": "runner_command_not_admitted"}}
 CONFLICT: dict[str, Any] = {"error": {
@@ -123,8 +147,9 @@ def deadline_ok(expires_at: Any, now_ms: int) -> bool:
 
 
 def retire_due(row: Row, now_ms: int, retire_after_ms: int) -> bool:
-    """A complete row older than the retirement age is retired (its reply dropped)."""
-    return row.state is State.COMPLETE and row.created < now_ms - retire_after_ms
+    """A complete row older than the retirement age is retired (its reply dropped).
+    ``ledger_store.SQL_RETIRE`` is the same rule in SQL (a test checks they agree)."""
+    return row.state is source_state(Event.RETIRE) and row.created < now_ms - retire_after_ms
 
 
 class RetireCounter:

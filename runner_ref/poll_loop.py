@@ -35,10 +35,12 @@ from .gateway import Gateways
 from .hermes import HermesClient
 from .http_kind import run_http
 from .ledger import (
+    ADMISSION_GATES,
     CONFLICT,
     NOT_ADMITTED,
     UNCERTAIN,
     DeliveryDecision,
+    Gate,
     RetireCounter,
     deadline_ok,
     decide,
@@ -53,6 +55,7 @@ EXTENSION_KINDS = frozenset({
 })
 Reply = dict[str, Any]
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+GateCheck = Callable[[dict[str, Any], str], Awaitable[bool]]   # (command, epoch) → passes
 
 
 def result_body(cid: str, reply: Reply, encoded: str | None) -> bytes:
@@ -86,6 +89,9 @@ class PollLoop:
             "lease.bind": self.leases.bind,
             "lease.close": self.leases.close,
         }
+        #: one check per admission gate; :data:`runner_ref.ledger.ADMISSION_GATES` orders them
+        self.gate_checks: dict[Gate, GateCheck] = {
+            Gate.DEADLINE: self._deadline_gate, Gate.ADMIT: self._admit_gate}
         self._inflight: dict[str, tuple[str, asyncio.Future[Reply]]] = {}
         self._handling: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -286,18 +292,20 @@ class PollLoop:
         return reply, encoded
 
     async def _admit_and_execute(self, cmd: dict[str, Any], epoch: str) -> Reply:
-        expires_at = cmd.get("expiresAt")
-        if not deadline_ok(expires_at, timings.now_ms()):
-            return NOT_ADMITTED
+        for gate in ADMISSION_GATES:
+            if not await self.gate_checks[gate](cmd, epoch):
+                return NOT_ADMITTED
+        return await self.execute(cmd.get("kind"), cmd.get("payload"), epoch)
+
+    async def _deadline_gate(self, cmd: dict[str, Any], epoch: str) -> bool:
+        return deadline_ok(cmd.get("expiresAt"), timings.now_ms())
+
+    async def _admit_gate(self, cmd: dict[str, Any], epoch: str) -> bool:
         try:
             answer = await self.machine.post("admit", {"id": cmd["id"]}, epoch=epoch)
         except ServerError:
-            return NOT_ADMITTED
-        if not (isinstance(answer, dict) and answer.get("allowed") is True):
-            return NOT_ADMITTED
-        if not deadline_ok(expires_at, timings.now_ms()):
-            return NOT_ADMITTED
-        return await self.execute(cmd.get("kind"), cmd.get("payload"), epoch)
+            return False
+        return isinstance(answer, dict) and answer.get("allowed") is True
 
     async def execute(self, kind: Any, payload: Any, epoch: str) -> Reply:
         """Run one admitted command; every failure becomes a coded error reply."""

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from runner_ref import poll_loop as poll_loop_module
 from runner_ref.config import parse_config
 from runner_ref.errors import ServerError
 from runner_ref.fingerprint import command_fingerprint
-from runner_ref.ledger import State
+from runner_ref.ledger import ADMISSION_GATES, Gate, State
 from runner_ref.ledger_store import LedgerStore
 from runner_ref.poll_loop import PollLoop
 
@@ -27,6 +28,7 @@ class Harness:
         self.admits: list[str] = []
         self.allowed = True
         self.executions: list[dict[str, Any]] = []
+        self.executing = asyncio.Event()   # set as the first execution starts
         self.gate = asyncio.Event()
         self.gate.set()
 
@@ -40,6 +42,7 @@ class Harness:
 
         async def http(payload: dict[str, Any]) -> Any:
             self.executions.append(payload)
+            self.executing.set()
             await self.gate.wait()
             return {"status": 200, "n": len(self.executions)}
 
@@ -70,8 +73,7 @@ async def test_concurrent_duplicates_share_one_execution(h: Harness) -> None:
     first = asyncio.create_task(h.poll.handle(dict(c), "e1"))
     second = asyncio.create_task(h.poll.handle(dict(c), "e1"))
     other = asyncio.create_task(h.poll.handle({**c, "payload": {"path": "/x"}}, "e1"))
-    while not h.executions:
-        await asyncio.sleep(0.001)
+    await h.executing.wait()
     assert (await other)["error"]["code"] == "idempotency_conflict"
     h.gate.set()
     a, b = await first, await second
@@ -106,10 +108,10 @@ async def test_kinds_and_started_rows(h: Harness) -> None:
         "runner_feature_unavailable"
     bad = {**cmd("p"), "payload": [1]}
     assert (await h.poll.handle(bad, "e1"))["error"]["code"] == "runner_error"
-    await h.poll.store.start("crashed", "whatever", 0)
+    await h.poll.store.claim("crashed", "whatever", 0)
     c = cmd("crashed")
     c2 = cmd("crashed2")
-    await h.poll.store.start("crashed2", command_fingerprint(c2), 0)
+    await h.poll.store.claim("crashed2", command_fingerprint(c2), 0)
     assert (await h.poll.handle(c, "e1"))["error"]["code"] == "idempotency_conflict"
     assert (await h.poll.handle(c2, "e1"))["error"]["code"] == "runner_command_uncertain"
     assert h.executions == []
@@ -135,3 +137,23 @@ async def test_retirement_at_every_256th_new_command(h: Harness) -> None:
         await h.poll.handle(cmd(f"n{i}"), "e1")
         await h.poll.handle(cmd(f"n{i}"), "e1")   # a replay is not a new command
     assert calls == [255, 511], calls
+
+
+async def test_the_admission_gates_table_is_what_runs(h: Harness,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The poll loop applies ``ledger.ADMISSION_GATES`` in order, one check per gate: the log of
+    checks is the table, and a different table gives a different behaviour."""
+    assert set(h.poll.gate_checks) == set(Gate) == set(ADMISSION_GATES)
+    log: list[Gate] = []
+    for gate, check in list(h.poll.gate_checks.items()):
+        async def logged(c: dict[str, Any], e: str, gate: Gate = gate, check: Any = check) -> bool:
+            log.append(gate)
+            return bool(await check(c, e))
+        h.poll.gate_checks[gate] = logged
+    assert "result" in await h.poll.handle(cmd("ok"), "e1")
+    assert log == list(ADMISSION_GATES) == [Gate.DEADLINE, Gate.ADMIT, Gate.DEADLINE]
+    # without the deadline gates, an expired command is admitted and runs
+    monkeypatch.setattr(poll_loop_module, "ADMISSION_GATES", (Gate.ADMIT,))
+    expired = {**cmd("late"), "expiresAt": int(time.time() * 1000) - 1}
+    assert "result" in await h.poll.handle(expired, "e1")
+    assert h.admits == ["ok", "late"]
