@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from . import timings
+from . import codes, timings
 from .allowlists import PROFILE_METHODS, check_rpc_method, require_profile
 from .errors import CommandError, ServerError
 from .hermes import HermesClient
@@ -53,14 +53,13 @@ PostEvent = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 def _plain(message: str) -> CommandError:
-    return CommandError("runner_error", message, 400)
+    return CommandError.of(codes.RUNNER_ERROR, message)
 
 
 def _session_forbidden() -> CommandError:
-    return CommandError("runner_session_forbidden", "session not owned by this channel", 403)
+    return CommandError.of(codes.SESSION_FORBIDDEN)
 
 
-CLOSE_GRACE = 0.5  # seconds the socket close may take after the interrupt budget ran out
 
 
 @dataclass
@@ -101,7 +100,7 @@ class Channel:
         order, before any later frame is read (session ownership must be in place before the
         event that may follow the reply on the wire)."""
         if self.closed or self._ws is None:
-            raise CommandError("runner_connection_closed", "gateway is closed", 410)
+            raise CommandError.of(codes.CONNECTION_CLOSED)
         rid = next(self._ids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
@@ -112,7 +111,7 @@ class Channel:
                 {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
             return await fut
         except (aiohttp.ClientError, ConnectionError, RuntimeError):
-            raise CommandError("runner_connection_closed", "gateway is closed", 410) from None
+            raise CommandError.of(codes.CONNECTION_CLOSED) from None
         finally:
             self._pending.pop(rid, None)
             self._on_result.pop(rid, None)
@@ -147,7 +146,8 @@ class Channel:
                 err = frame["error"] if isinstance(frame["error"], dict) else {}
                 text = err.get("message")
                 msg = text if isinstance(text, str) else "Hermes error"
-                fut.set_exception(CommandError("hermes_rpc_error", msg[: timings.ERROR_TEXT_CAP], 502))
+                fut.set_exception(CommandError.of(codes.HERMES_RPC_ERROR,
+                                                   msg[: timings.ERROR_TEXT_CAP]))
             else:
                 result = frame.get("result")
                 hook = self._on_result.pop(rid, None)
@@ -191,7 +191,7 @@ class Channel:
     def _fail_pending(self) -> None:
         for fut in self._pending.values():
             if not fut.done():
-                fut.set_exception(CommandError("runner_connection_closed", "gateway is closed", 410))
+                fut.set_exception(CommandError.of(codes.CONNECTION_CLOSED))
 
     async def close(self) -> None:
         """Interrupt running sessions (≤ INTERRUPT_WAIT), then close the socket. A second
@@ -218,7 +218,7 @@ class Channel:
         if ws is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(ws.close(),
-                                       max(CLOSE_GRACE, deadline - loop.time()))
+                                       max(timings.CLOSE_GRACE, deadline - loop.time()))
         for t in self._tasks:
             if t is not asyncio.current_task():
                 t.cancel()
@@ -282,7 +282,7 @@ class Gateways:
     async def open(self, payload: dict[str, Any]) -> dict[str, Any]:
         cid = payload.get("connectionId")
         if payload.get("computer") is not None:
-            raise CommandError("computer_unavailable", "this runner has no computers", 409)
+            raise CommandError.of(codes.COMPUTER_UNAVAILABLE)
         if not isinstance(cid, str) or not CONNECTION_ID_RE.match(cid):
             raise _plain("malformed connection id")
         if self.is_tombstoned(cid):
@@ -346,7 +346,7 @@ class Gateways:
         cid = payload.get("connectionId")
         ch = self.channels.get(cid) if isinstance(cid, str) else None
         if ch is None or ch.closed:
-            raise CommandError("runner_connection_closed", "gateway is not open", 410)
+            raise CommandError.of(codes.CONNECTION_CLOSED, "gateway is not open")
         method = check_rpc_method(payload.get("method"), ch.cleanup_only)
         params = payload.get("params", {})
         if params is None:
@@ -384,7 +384,7 @@ class Gateways:
 
         result = await ch.call(method, params, on_result=own)
         if ch.closed or self.channels.get(ch.id) is not ch:
-            raise CommandError("runner_command_uncertain", "channel closed during the call", 409)
+            raise CommandError.of(codes.COMMAND_UNCERTAIN, "channel closed during the call")
         return result
 
     async def _active_list(self, ch: Channel, params: dict[str, Any]) -> Any:
@@ -394,7 +394,7 @@ class Gateways:
         result = await ch.call("session.active_list", params)
         items = result.get("sessions") if isinstance(result, dict) else result
         if not isinstance(items, list):
-            raise CommandError("session_stop_unconfirmed", "Hermes gave no session list", 502)
+            raise CommandError.of(codes.SESSION_STOP_UNCONFIRMED)
         mine = [{"id": sid, "status": it.get("status")} for it in items
                 if isinstance(it, dict) and sid in (it.get("id"), it.get("session_id"))]
         return {"sessions": mine}

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl
 
+from . import codes
 from .allowlists import (
     COMPUTER_CAPABILITIES,
     DOWNLOAD,
@@ -29,13 +30,14 @@ from .allowlists import (
 )
 from .errors import CommandError
 from .paths import contained_path
+from .timings import SEARCH_MAX
 
 
 def parse_search(search: object) -> dict[str, str]:
     if search is None or search == "":
         return {}
-    if not isinstance(search, str) or len(search) > 8192:
-        raise CommandError("runner_error", "search must be a query string", 400)
+    if not isinstance(search, str) or len(search) > SEARCH_MAX:
+        raise CommandError.of(codes.RUNNER_ERROR, "search must be a query string")
     return dict(parse_qsl(search.removeprefix("?"), keep_blank_values=True))
 
 
@@ -45,15 +47,15 @@ def plan_http(payload: dict[str, Any], allowed_profiles: tuple[str, ...],
     path, method = payload.get("path"), payload.get("method")
     query = parse_search(payload.get("search"))
     if path == MEMORY_EXTRACT:
-        raise CommandError("memory_extraction_unavailable", "memory extraction needs computers", 409)
+        raise CommandError.of(codes.MEMORY_EXTRACTION_UNAVAILABLE)
     if path == COMPUTER_CAPABILITIES:
         require_profile(query.get("profile"), allowed_profiles)
-        raise CommandError("computer_unavailable", "this runner has no computers", 409)
+        raise CommandError.of(codes.COMPUTER_UNAVAILABLE)
     if payload.get("computer") is not None and isinstance(path, str):
         if path == DOWNLOAD:
-            raise CommandError("computer_artifact_required", "use a computer artifact", 409)
+            raise CommandError.of(codes.COMPUTER_ARTIFACT_REQUIRED)
         if SESSION_MESSAGES_RE.match(path):
-            raise CommandError("computer_unavailable", "this runner has no computers", 403)
+            raise CommandError.of(codes.COMPUTER_MESSAGES_UNAVAILABLE)
     name, needs_profile = http_route(method, path)
     assert isinstance(path, str)
     if needs_profile:

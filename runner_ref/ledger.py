@@ -35,6 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import codes
+from .codes import error_result
+
 
 class State(enum.Enum):
     STARTED = "started"
@@ -132,12 +135,9 @@ class Gate(enum.Enum):
 #: allowed, and after admit the deadline is checked again. Each failure is the same refusal.
 #: :class:`runner_ref.poll_loop.PollLoop` iterates this tuple (one check per :class:`Gate`).
 ADMISSION_GATES: tuple[Gate, ...] = (Gate.DEADLINE, Gate.ADMIT, Gate.DEADLINE)
-NOT_ADMITTED: dict[str, Any] = {"error": {
-    "message": "command not admitted", "code": "runner_command_not_admitted"}}
-CONFLICT: dict[str, Any] = {"error": {
-    "message": "command id reused with a different payload", "code": "idempotency_conflict"}}
-UNCERTAIN: dict[str, Any] = {"error": {
-    "message": "original command needs reconciliation", "code": "runner_command_uncertain"}}
+NOT_ADMITTED: dict[str, Any] = error_result(codes.COMMAND_NOT_ADMITTED)
+CONFLICT: dict[str, Any] = error_result(codes.IDEMPOTENCY_CONFLICT)
+UNCERTAIN: dict[str, Any] = error_result(codes.COMMAND_UNCERTAIN)
 
 
 def deadline_ok(expires_at: Any, now_ms: int) -> bool:

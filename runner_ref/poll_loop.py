@@ -26,10 +26,11 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import status, timings
+from . import codes, status, timings
 from .allowlists import require_profile
+from .codes import error_result
 from .config import RunnerConfig
-from .errors import CommandError, ServerError, error_reply
+from .errors import CommandError, ServerError
 from .fingerprint import command_fingerprint
 from .gateway import Gateways
 from .hermes import HermesClient
@@ -156,8 +157,8 @@ class PollLoop:
                 body = await self._until_stopped(self.machine.poll(reset))
             except Exception as exc:  # noqa: BLE001 - any poll failure reconnects
                 if not isinstance(exc, ServerError):
-                    exc = ServerError(0, "runner_request_failed", "poll failed")
-                if exc.code == "runner_unauthorized":
+                    exc = ServerError.of(codes.REQUEST_FAILED, status=0, message="poll failed")
+                if exc.code == codes.UNAUTHORIZED.code:
                     status.emit(f"runner_unauthorized: {exc.message}")
                     return 1
                 self._status(exc.message if exc.status else status.RECONNECTING)
@@ -244,7 +245,7 @@ class PollLoop:
         try:
             fp = command_fingerprint(cmd)
         except (TypeError, ValueError, RecursionError):
-            return error_reply("runner_error", "command cannot be fingerprinted"), None
+            return error_result(codes.RUNNER_ERROR, "command cannot be fingerprinted"), None
         flight = self._inflight.get(cid)
         if flight is not None:
             if decide(None, flight[0], fp) is DeliveryDecision.CONFLICT:
@@ -313,22 +314,21 @@ class PollLoop:
             handler = self.kinds.get(kind) if isinstance(kind, str) else None
             if handler is None:
                 if kind in EXTENSION_KINDS:
-                    raise CommandError("runner_feature_unavailable",
-                                       "this runner does not provide that feature", 409)
-                raise CommandError("runner_command_unknown", "unknown command kind", 400)
+                    raise CommandError.of(codes.FEATURE_UNAVAILABLE)
+                raise CommandError.of(codes.COMMAND_UNKNOWN)
             if not self._connected or self.machine.epoch != epoch:
-                raise CommandError("runner_error", "runner is disconnected", 400)
+                raise CommandError.of(codes.RUNNER_ERROR, "runner is disconnected")
             if not isinstance(payload, dict):
-                raise CommandError("runner_error", "payload must be an object", 400)
+                raise CommandError.of(codes.RUNNER_ERROR, "payload must be an object")
             return {"result": await handler(payload)}
         except CommandError as exc:
             return exc.to_result()
         except ServerError as exc:
-            return error_reply(exc.code, exc.message)
+            return error_result(exc.code, exc.message)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a non-coded failure is runner_error
-            return error_reply("runner_error", "command failed")
+            return error_result(codes.RUNNER_ERROR)
 
     # -- kind glue -------------------------------------------------------------------------
     async def _http(self, payload: dict[str, Any]) -> Any:
@@ -348,5 +348,5 @@ class PollLoop:
         answer = await self.machine.post(
             "tool", {"leaseId": lease_id, "toolId": tool_id, "arguments": arguments,
                      "callId": call_id},
-            timeout=600.0 if long else None)
+            timeout=timings.TOOL_RELAY_LONG_TIMEOUT if long else None)
         return answer.get("result") if isinstance(answer, dict) else None

@@ -10,12 +10,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from runner_ref import codes
 from runner_ref.errors import CommandError, ServerError
-from runner_ref.timings import ERROR_TEXT_CAP
+from runner_ref.timings import ERROR_TEXT_CAP, MAX_CALLS
 
 from .call_rules import (
     CALL_REFUSALS,
-    MAX_CALLS,
     Call,
     CallDecision,
     ListenerAnswer,
@@ -30,8 +30,8 @@ def failure_of(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, (ServerError, CommandError)):
         return wrap_failure(exc.code, exc.message[:ERROR_TEXT_CAP])
     if isinstance(exc, asyncio.CancelledError):
-        return wrap_failure("team_tools_expired", "team tool call stopped")
-    return wrap_failure("runner_error", "team tool call failed")
+        return wrap_failure(codes.TOOL_CALL_STOPPED.code, codes.TOOL_CALL_STOPPED.message)
+    return wrap_failure(codes.TOOL_CALL_FAILED.code, codes.TOOL_CALL_FAILED.message)
 
 
 class CallBook:

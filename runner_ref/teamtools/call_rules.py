@@ -22,9 +22,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-MAX_CALLS = 128
-MAX_TOOL_ID = 100
-MAX_CALL_ID = 200
+from runner_ref import codes
+from runner_ref.codes import Code, error_body, error_text
+from runner_ref.timings import MAX_CALL_ID, MAX_CALLS, MAX_TOOL_ID
 
 
 def canonical_json(value: Any) -> str:
@@ -51,8 +51,9 @@ class ListenerAnswer:
     body: dict[str, Any]
 
 
-def error_answer(status: int, code: str, message: str) -> ListenerAnswer:
-    return ListenerAnswer(status, {"error": message, "code": code})
+def error_answer(row: Code) -> ListenerAnswer:
+    """The listener's answer for a row of :mod:`runner_ref.codes` (its status, its body)."""
+    return ListenerAnswer(row.status, error_body(row))
 
 
 def _bounded_str(value: Any, limit: int) -> bool:
@@ -63,8 +64,7 @@ def parse_call(body: dict[str, Any]) -> Call | ListenerAnswer:
     tool_id, call_id, arguments = body.get("toolId"), body.get("callId"), body.get("arguments")
     if (not _bounded_str(tool_id, MAX_TOOL_ID) or not _bounded_str(call_id, MAX_CALL_ID)
             or not isinstance(arguments, dict)):
-        return error_answer(400, "invalid_tool_call",
-                             "toolId (1-100), callId (1-200) and arguments (object) required")
+        return error_answer(codes.INVALID_TOOL_CALL)
     assert isinstance(tool_id, str) and isinstance(call_id, str)
     return Call(tool_id, call_id, arguments)
 
@@ -77,8 +77,7 @@ def wrap_result(value: Any) -> dict[str, Any]:
 
 
 def wrap_failure(code: str, message: str) -> dict[str, Any]:
-    text = json.dumps({"error": message, "code": code}, ensure_ascii=False)
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+    return {"content": [{"type": "text", "text": error_text(code, message)}], "isError": True}
 
 
 class CallDecision(enum.Enum):
@@ -89,9 +88,8 @@ class CallDecision(enum.Enum):
 
 
 CALL_REFUSALS: dict[CallDecision, ListenerAnswer] = {
-    CallDecision.CONFLICT: error_answer(409, "idempotency_conflict",
-                                     "callId reused with different input"),
-    CallDecision.LIMIT: error_answer(429, "team_tool_call_limit", "too many team tool calls"),
+    CallDecision.CONFLICT: error_answer(codes.CALL_CONFLICT),
+    CallDecision.LIMIT: error_answer(codes.CALL_LIMIT),
 }
 
 

@@ -25,9 +25,12 @@ from typing import Any
 
 from aiohttp import web
 
+from runner_ref import codes, timings
+from runner_ref.timings import MAX_CALLS
+
 from . import gates
 from .call_book import CallBook
-from .call_rules import MAX_CALLS, Call, ListenerAnswer, error_answer, parse_call
+from .call_rules import Call, ListenerAnswer, error_answer, parse_call
 from .ids import id_map, opaque_id
 
 RelayCall = Callable[[str, dict[str, Any], str], Awaitable[Any]]
@@ -42,10 +45,10 @@ _http_log.propagate = False
 
 @dataclass(frozen=True)
 class ListenerTimings:
-    request: float = 15.0
-    keepalive: float = 1.0
-    max_headers: int = 30
-    shutdown: float = 1.0
+    request: float = timings.LISTENER_REQUEST_TIMEOUT
+    keepalive: float = timings.LISTENER_KEEPALIVE
+    max_headers: int = timings.LISTENER_MAX_HEADERS
+    shutdown: float = timings.LISTENER_SHUTDOWN
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ class LoopbackListener:
             outcome = await self._answer(request)
         except Exception:  # never a 500 with a traceback; nothing secret is logged
             _quiet.warning("team tools listener: request failed")
-            outcome = error_answer(500, "runner_error", "team tools listener failed")
+            outcome = error_answer(codes.LISTENER_FAILED)
         return web.json_response(outcome.body, status=outcome.status,
                                  headers={"Cache-Control": "no-store"})
 
@@ -141,7 +144,7 @@ class LoopbackListener:
             body = await asyncio.wait_for(_read_bounded(request, gates.MAX_BODY_BYTES),
                                           self._timings.request)
         except TimeoutError:
-            return error_answer(408, "request_timeout", "request not received in time")
+            return error_answer(codes.REQUEST_TIMEOUT)
         verdict = gates.check(dataclasses.replace(head, body=body), ctx)
         if isinstance(verdict, gates.Refusal):
             return ListenerAnswer(verdict.status, verdict.body())
@@ -151,13 +154,13 @@ class LoopbackListener:
         if path == "/tools/list":
             return ListenerAnswer(200, self.listing())
         if path != "/tools/call":
-            return error_answer(404, "not_found", "not found")
+            return error_answer(codes.NOT_FOUND)
         call = parse_call(body)
         if isinstance(call, ListenerAnswer):
             return call
         real = self._real.get(call.tool_id)
         if real is None:
-            return error_answer(404, "team_tool_not_found", "team tool not found")
+            return error_answer(codes.TEAM_TOOL_NOT_FOUND)
         return await self.calls.run(call, lambda: self._relay_call(real, call))
 
     async def _relay_call(self, real_id: str, call: Call) -> Any:

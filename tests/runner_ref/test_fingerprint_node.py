@@ -79,7 +79,7 @@ def _runner_bytes(text: str) -> bytes:
     return js_stringify(json.loads(text)).encode("utf-8", "surrogatepass")
 
 
-@settings(max_examples=400, deadline=None, derandomize=True,
+@settings(max_examples=300, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=values)
 @example(value={"b": 1, "1": 2})                                 # the divergence that was there
