@@ -41,6 +41,8 @@ class CallBook:
         self.limit = limit
         self._seen: dict[str, str] = {}
         self._tasks: dict[str, asyncio.Task[dict[str, Any]]] = {}
+        self._waiting: dict[str, int] = {}          # callId → callers awaiting its outcome
+        self._changed: asyncio.Event | None = None  # set (and replaced) when that changes
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -53,6 +55,7 @@ class CallBook:
             self._seen[call.call_id] = call.fingerprint
             self._tasks[call.call_id] = asyncio.ensure_future(self._execute(execute))
         task = self._tasks[call.call_id]
+        self._count_waiting(call.call_id, +1)
         try:
             # Shield: a caller that goes away must not cancel the call others may share.
             return ListenerAnswer(200, await asyncio.shield(task))
@@ -60,6 +63,29 @@ class CallBook:
             if not task.cancelled():
                 raise  # this caller was cancelled, not the call
             return ListenerAnswer(200, failure_of(exc))
+        finally:
+            self._count_waiting(call.call_id, -1)
+
+    def waiting(self, call_id: str) -> int:
+        """How many callers are awaiting the outcome of ``call_id`` right now."""
+        return self._waiting.get(call_id, 0)
+
+    async def until_waiting(self, call_id: str, n: int) -> None:
+        """Return once at least ``n`` callers await ``call_id`` (an explicit "joined" signal)."""
+        while self.waiting(call_id) < n:
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            await self._changed.wait()
+
+    def _count_waiting(self, call_id: str, delta: int) -> None:
+        left = self._waiting.get(call_id, 0) + delta
+        if left:
+            self._waiting[call_id] = left
+        else:
+            self._waiting.pop(call_id, None)
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
 
     @staticmethod
     async def _execute(execute: Callable[[], Awaitable[Any]]) -> dict[str, Any]:

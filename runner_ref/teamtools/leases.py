@@ -269,6 +269,10 @@ class LeaseManager:
             timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await timer
+        await self.drain()
+
+    async def drain(self) -> None:
+        """Await the disposals started in the background so far (after a 410 from the relay)."""
         if self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 

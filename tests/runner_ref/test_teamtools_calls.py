@@ -147,7 +147,7 @@ async def test_a_repeat_while_the_first_runs_shares_its_result() -> None:
     same = Call("t", "c1", {"y": {"a": 1, "b": 2}, "x": 1})
     first = asyncio.ensure_future(book.run(call, counter.execute(call)))
     second = asyncio.ensure_future(book.run(same, counter.execute(same)))
-    await asyncio.sleep(0)  # both callers are now waiting on the one running call
+    await book.until_waiting("c1", 2)  # both callers are now waiting on the one running call
     conflict = await book.run(Call("t", "c1", {"x": 2}), counter.execute(call))
     assert (conflict.status, conflict.body["code"]) == (409, "idempotency_conflict")
     counter.gate.set()
@@ -170,7 +170,7 @@ async def test_a_caller_going_away_does_not_cancel_the_shared_call() -> None:
     counter.gate = asyncio.Event()
     call = Call("t", "c", {})
     first = asyncio.ensure_future(book.run(call, counter.execute(call)))
-    await asyncio.sleep(0)
+    await book.until_waiting("c", 1)
     first.cancel()
     counter.gate.set()
     again = await book.run(call, counter.execute(call))
@@ -195,7 +195,7 @@ async def test_cancel_all_answers_waiters_with_is_error() -> None:
     counter.gate = asyncio.Event()
     call = Call("t", "c", {})
     waiter = asyncio.ensure_future(book.run(call, counter.execute(call)))
-    await asyncio.sleep(0)
+    await book.until_waiting("c", 1)
     await book.cancel_all()
     out = await waiter
     assert out.status == 200 and out.body["isError"] is True
