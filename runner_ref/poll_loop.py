@@ -164,8 +164,7 @@ class PollLoop:
                 self._status(exc.message if exc.status else status.RECONNECTING)
                 reset = True
                 await self._disconnect_local()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), timings.RECONNECT_DELAY)
+                await self.reconnect_wait(timings.RECONNECT_DELAY)
                 continue
             if body is None:  # stopped, or a reset was requested
                 continue
@@ -180,6 +179,11 @@ class PollLoop:
             for cmd in body.get("commands", []):
                 self._spawn(cmd, epoch)
         return 0
+
+    async def reconnect_wait(self, delay: float) -> None:
+        """The pause after a failed poll: ``delay`` seconds, cut short by a stop."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), delay)
 
     async def _until_stopped(self, coro: Awaitable[dict[str, Any]]) -> dict[str, Any] | None:
         """The poll's answer; None if a stop or a reset request cut it short (they cancel the
