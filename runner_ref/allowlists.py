@@ -10,7 +10,7 @@ Rules:
   ``session_id`` owned by the channel (403 ``runner_session_forbidden``).
 - A profile is allowed iff it is one of the config's ``allowedProfiles``
   (403 ``runner_profile_forbidden``). A missing profile means ``default``.
-The same rules are written independently in ``fake_server`` on purpose.
+The same rules are written independently in fake_server on purpose.
 """
 from __future__ import annotations
 

@@ -19,8 +19,9 @@ Rules:
   ``client``   — what the machine-API client reports when the control plane fails it without a
                  code of its own (forwarded in results and envelopes).
 - Messages are capped at :data:`runner_ref.timings.ERROR_TEXT_CAP` characters in results.
-The fake control plane keeps its own table (``fake_server/codes.py``), written independently on
-purpose; ``docs/protocol.md``'s code table is checked against both.
+The fake control plane keeps its own table (``fake_server/codes.py``): the codes both send are
+written independently in fake_server on purpose; ``docs/protocol.md``'s code table is checked
+against both.
 """
 from __future__ import annotations
 

@@ -14,8 +14,9 @@ Rules:
   exponents only from 1e21 up and below 1e-6; ``-0`` is ``0``; non-finite is ``null``.
 - Strings: no spaces, non-ASCII kept as UTF-8, control characters as ``\\u00xx`` (short escapes
   for ``\\b \\f \\n \\r \\t``), lone surrogates escaped.
-The same serialization is written independently in ``fake_server/tool_calls.py``
-(``js_json_stringify``) on purpose: the oracle and the reference runner share no code.
+The same serialization is written independently in fake_server on purpose
+(``fake_server/tool_calls.py`` has its own copy, ``js_json_stringify``): the oracle and the
+reference runner share no code.
 """
 from __future__ import annotations
 

@@ -19,6 +19,8 @@ Rules:
   runner posts ``{connectionId, closed: true}``.
 - ``gateway.close``: tombstone for 60 s, dispose the channel's leases, interrupt running sessions
   (waiting at most 3 s), close the socket, ``{ok: true}``. Unknown ids close fine (idempotent).
+The connection-id format, the 64-channel limit, the 60 s tombstones and the session ownership
+rules are also the control plane's; they are written independently in fake_server on purpose.
 """
 from __future__ import annotations
 

@@ -23,6 +23,8 @@ A delivery is decided by :data:`DELIVERY_RULES`, checked in order (first match w
 5. no row                                  → START
 After START the runner checks the deadline, admits, checks the deadline again
 (:data:`ADMISSION_GATES`); any failure completes the row with 403 ``runner_command_not_admitted``.
+The deadline rule (``now < expiresAt``) and the admit rule are also the control plane's: they are
+written independently in fake_server on purpose.
 
 The tables are what runs: :mod:`runner_ref.ledger_store` builds its SQL guards from
 :data:`TRANSITIONS` (:func:`source_state` / :func:`target_state`), :func:`decide` applies

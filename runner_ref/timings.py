@@ -9,7 +9,7 @@ Rules:
 - Wall-clock time is read only through :func:`now_ms` so the ledger's 1 h retirement can be
   moved with ``faketime`` (libfaketime patches ``time.time``).
 The limits the control plane also enforces (64 channels, 64 leases, 128 calls, the listener's
-limits, the tombstone time, the UUID format) are written independently in ``fake_server`` on
+limits, the tombstone time, the UUID format) are written independently in fake_server on
 purpose.
 """
 from __future__ import annotations

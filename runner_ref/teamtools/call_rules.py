@@ -14,6 +14,8 @@ Rules of this module:
   array passes through unchanged; any other result becomes
   ``{content:[{type:"text", text:<JSON of it>}], structuredContent:<it>}``; a failure becomes
   ``{content:[{type:"text", text:<JSON {error, code}>}], isError:true}``.
+The callId rules (dedupe by fingerprint, the 128-call limit, the id bounds) are also the control
+plane's, and are written independently in fake_server on purpose (``fake_server/tool_calls.py``).
 """
 from __future__ import annotations
 

@@ -21,6 +21,10 @@ Our choices where upstream is not determined:
 - Routing (404 ``not_found`` for other paths) is decided only after all gates pass, so an
   unauthenticated caller learns nothing about paths.
 - ``/tools/list`` accepts any JSON object as its body (upstream sends ``{}``).
+
+The gate order, statuses and limits are the protocol's; where the control plane checks the same
+rules (body limits, Host/Origin, tokens) they are written independently in fake_server on
+purpose.
 """
 from __future__ import annotations
 

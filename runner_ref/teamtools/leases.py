@@ -27,6 +27,8 @@ Rules of this module:
   create/bind/renewal; every ``renew_every`` it checks its session is still owned, extends its
   expiry and (once bound) re-binds; any failure disposes it. ``tick()`` applies all that is due;
   a background timer calls it unless ``auto_renew=False`` (tests drive ``tick()`` themselves).
+The lease-id format, the 64-lease limit and the 60 s tombstones are also the control plane's;
+they are written independently in fake_server on purpose.
 """
 from __future__ import annotations
 

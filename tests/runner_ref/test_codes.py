@@ -75,3 +75,15 @@ def test_docs_table_is_current() -> None:
     expected = ["| code | status | sent as | default message |", "|---|---|---|---|"] + [
         f"| `{r.code}` | {r.status} | {r.sent_as} | {r.message} |" for r in codes.CODES]
     assert table.splitlines() == expected
+
+
+LABELLED = ["allowlists.py", "codes.py", "fingerprint.py", "gateway.py", "ledger.py", "timings.py",
+            "teamtools/call_rules.py", "teamtools/gates.py", "teamtools/leases.py"]
+
+
+@pytest.mark.parametrize("module", LABELLED)
+def test_rules_the_server_also_holds_say_so(module: str) -> None:
+    """Every module holding a rule the control plane holds too says it is written twice on
+    purpose (``fake_server`` and ``runner_ref`` share no code)."""
+    text = " ".join((PACKAGE / module).read_text().split())
+    assert "written independently in fake_server on purpose" in text
