@@ -312,3 +312,16 @@ async def test_close_overtaking_a_prompt_reply_still_interrupts(session: Session
     pause.release()
     assert (await asyncio.wait_for(closing, 10)).ok
     await prompt
+
+
+async def test_session_info_behind_the_create_reply_reaches_the_channel(world: World) -> None:
+    """The scripted Hermes sends ``session.info`` right behind the create reply (a real Hermes
+    sends it 0.2–1.6 s later); every session's info reaches the control plane. Before ownership
+    was registered in the reader, 1–2 of 5 were dropped (``test_gateway_unit.py`` makes that
+    ordering certain in-process)."""
+    ch = await world.channel()
+    for _ in range(5):
+        seen = len(ch.events)
+        sid = await create_session(world.cp, ch)
+        info = await ch.next_event("session.info", timeout=5, after=seen)
+        assert info["session_id"] == sid, info
