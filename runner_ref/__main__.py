@@ -13,9 +13,9 @@ import sys
 import uuid
 
 from . import status
-from .agent import Agent
 from .config import ConfigError, load_config
 from .ledger_store import LedgerStore
+from .poll_loop import PollLoop
 from .statedir import LockedError, StateDir, state_dir_for
 
 USAGE = "usage: hermes-runner-ref --config /path/to/runner.json (用法：yaoyao-runner --config /path/to/runner.json)"
@@ -92,7 +92,7 @@ async def _main(config_path: str) -> int:
         except Exception:  # noqa: BLE001
             return _fatal("cannot open the command ledger")
         try:
-            code = await Agent(cfg, store, instance_id, stop).run()
+            code = await PollLoop(cfg, store, instance_id, stop).run()
         finally:
             await store.close()
         if code == 0:

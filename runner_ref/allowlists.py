@@ -10,13 +10,14 @@ Rules:
   ``session_id`` owned by the channel (403 ``runner_session_forbidden``).
 - A profile is allowed iff it is one of the config's ``allowedProfiles``
   (403 ``runner_profile_forbidden``). A missing profile means ``default``.
-The same rules are written independently in ``fake_server`` on purpose.
+The same rules are written independently in fake_server on purpose.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
+from . import codes
 from .errors import CommandError
 
 MEMORY_EXTRACT = "/api/plugins/yaoyao-bot-bridge/memory-extract"
@@ -49,7 +50,7 @@ def require_profile(profile: object, allowed: Iterable[str]) -> str:
     """The profile to use, or 403 ``runner_profile_forbidden``."""
     name = DEFAULT_PROFILE if profile is None else profile
     if not isinstance(name, str) or name.strip() not in set(allowed):
-        raise CommandError("runner_profile_forbidden", "profile not allowed on this runner", 403)
+        raise CommandError.of(codes.PROFILE_FORBIDDEN)
     return name.strip()
 
 
@@ -59,13 +60,13 @@ def http_route(method: object, path: object) -> tuple[str, bool]:
         for name, pattern, needs_profile in HTTP_GET_PATHS:
             if pattern.match(path):
                 return name, needs_profile
-    raise CommandError("runner_http_forbidden", "HTTP operation not allowed", 403)
+    raise CommandError.of(codes.HTTP_FORBIDDEN)
 
 
 def check_rpc_method(method: object, cleanup_only: bool) -> str:
     """The RPC allowlist, then the cleanup-channel list."""
     if not isinstance(method, str) or method not in RPC_METHODS:
-        raise CommandError("runner_command_forbidden", "gateway method not allowed", 403)
+        raise CommandError.of(codes.COMMAND_FORBIDDEN)
     if cleanup_only and method not in CLEANUP_METHODS:
-        raise CommandError("runner_cleanup_forbidden", "only cleanup methods on this channel", 403)
+        raise CommandError.of(codes.CLEANUP_FORBIDDEN)
     return method

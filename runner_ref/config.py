@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
+from .timings import UUID_RE
+
 MSG_INVALID = "invalid node configuration, check field formats (执行节点配置无效，请检查字段格式)"
 MSG_SERVER_URL = "Yaoyao service address invalid"
 MSG_INSECURE = "remote nodes need HTTPS or explicit trusted-LAN HTTP"
@@ -47,7 +49,6 @@ COMPUTER_KEYS = frozenset({
     "maxConcurrent",
 })
 CREDENTIAL_KEYS = frozenset({"username", "password"})
-UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 IMAGE_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 PROFILE_BAD_RE = re.compile(r"[/\\\x00-\x1f]")
 SERVER_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})

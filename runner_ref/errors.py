@@ -1,14 +1,10 @@
-"""Errors the runner reports as command results (``{"error": {"message", "code"}}``)."""
+"""The runner's two exceptions: a coded failure of one command, and a failure the control plane
+answered. Codes, statuses and messages live in :mod:`runner_ref.codes`."""
 from __future__ import annotations
 
 from typing import Any
 
-from .timings import ERROR_TEXT_CAP
-
-
-def error_reply(code: str, message: str) -> dict[str, Any]:
-    """The coded error result ``{"error": {"message", "code"}}``, the message capped."""
-    return {"error": {"message": message[:ERROR_TEXT_CAP], "code": code}}
+from .codes import Code, error_result
 
 
 class CommandError(Exception):
@@ -21,15 +17,25 @@ class CommandError(Exception):
         self.message = message
         self.status = status
 
+    @classmethod
+    def of(cls, row: Code, message: str | None = None) -> CommandError:
+        """The failure of a row of :mod:`runner_ref.codes` (optionally a more precise message)."""
+        return cls(row.code, row.message if message is None else message, row.status)
+
     def to_result(self) -> dict[str, Any]:
-        return error_reply(self.code, self.message)
+        return error_result(self.code, self.message)
 
 
 class ServerError(Exception):
-    """A non-2xx answer from the control plane's machine API."""
+    """A non-2xx answer from the control plane's machine API (``status`` 0: no answer)."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(f"{status} {code}: {message}")
         self.status = status
         self.code = code
         self.message = message
+
+    @classmethod
+    def of(cls, row: Code, status: int | None = None, message: str | None = None) -> ServerError:
+        return cls(row.status if status is None else status, row.code,
+                   row.message if message is None else message)

@@ -10,6 +10,8 @@ Rules:
   exactly ``{profile, current_session_id}`` and answers only that session's ``{id, status}``.
   A JSON-RPC error from Hermes becomes ``hermes_rpc_error`` with Hermes' message (≤1000 chars).
   A channel closed during create/resume → 409 ``runner_command_uncertain``.
+- A session is the channel's from the moment the reader reads its create/resume reply (in wire
+  order, before the next frame), so an event right behind the reply is forwarded.
 - Events: only frames of sessions this channel owns are forwarded, in order, as the ``params``
   of the Hermes ``event`` notification; ``message.complete`` clears the running state;
   ``session.info`` updates stored ids (and tells the leases). A 410 on ``event`` closes just this
@@ -17,6 +19,8 @@ Rules:
   runner posts ``{connectionId, closed: true}``.
 - ``gateway.close``: tombstone for 60 s, dispose the channel's leases, interrupt running sessions
   (waiting at most 3 s), close the socket, ``{ok: true}``. Unknown ids close fine (idempotent).
+The connection-id format, the 64-channel limit, the 60 s tombstones and the session ownership
+rules are also the control plane's; they are written independently in fake_server on purpose.
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from . import timings
+from . import codes, timings
 from .allowlists import PROFILE_METHODS, check_rpc_method, require_profile
 from .errors import CommandError, ServerError
 from .hermes import HermesClient
@@ -51,14 +55,13 @@ PostEvent = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 def _plain(message: str) -> CommandError:
-    return CommandError("runner_error", message, 400)
+    return CommandError.of(codes.RUNNER_ERROR, message)
 
 
 def _session_forbidden() -> CommandError:
-    return CommandError("runner_session_forbidden", "session not owned by this channel", 403)
+    return CommandError.of(codes.SESSION_FORBIDDEN)
 
 
-CLOSE_GRACE = 0.5  # seconds the socket close may take after the interrupt budget ran out
 
 
 @dataclass
@@ -80,6 +83,7 @@ class Channel:
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._on_result: dict[int, Callable[[Any], None]] = {}
         self._events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._closing: asyncio.Future[None] | None = None
@@ -92,20 +96,27 @@ class Channel:
         self._ws = ws
         self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._post())]
 
-    async def call(self, method: str, params: dict[str, Any]) -> Any:
+    async def call(self, method: str, params: dict[str, Any],
+                   on_result: Callable[[Any], None] | None = None) -> Any:
+        """Send one request and await its reply. ``on_result`` runs in the reader, in wire
+        order, before any later frame is read (session ownership must be in place before the
+        event that may follow the reply on the wire)."""
         if self.closed or self._ws is None:
-            raise CommandError("runner_connection_closed", "gateway is closed", 410)
+            raise CommandError.of(codes.CONNECTION_CLOSED)
         rid = next(self._ids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
+        if on_result is not None:
+            self._on_result[rid] = on_result
         try:
             await self._ws.send_str(json.dumps(
                 {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
             return await fut
         except (aiohttp.ClientError, ConnectionError, RuntimeError):
-            raise CommandError("runner_connection_closed", "gateway is closed", 410) from None
+            raise CommandError.of(codes.CONNECTION_CLOSED) from None
         finally:
             self._pending.pop(rid, None)
+            self._on_result.pop(rid, None)
 
     async def _read(self) -> None:
         assert self._ws is not None
@@ -137,9 +148,14 @@ class Channel:
                 err = frame["error"] if isinstance(frame["error"], dict) else {}
                 text = err.get("message")
                 msg = text if isinstance(text, str) else "Hermes error"
-                fut.set_exception(CommandError("hermes_rpc_error", msg[: timings.ERROR_TEXT_CAP], 502))
+                fut.set_exception(CommandError.of(codes.HERMES_RPC_ERROR,
+                                                   msg[: timings.ERROR_TEXT_CAP]))
             else:
-                fut.set_result(frame.get("result"))
+                result = frame.get("result")
+                hook = self._on_result.pop(rid, None)
+                if hook is not None and not self.closed:
+                    hook(result)   # e.g. the session is this channel's before the next frame
+                fut.set_result(result)
             return
         if frame.get("method") != "event" or not isinstance(frame.get("params"), dict):
             return
@@ -169,7 +185,7 @@ class Channel:
                 if body.get("closed"):
                     return
                 if exc.status == 410:
-                    asyncio.create_task(self._registry.close_channel(self.id))
+                    self._registry.close_later(self.id)
                 else:
                     self._registry.on_fatal()
                 return
@@ -177,7 +193,7 @@ class Channel:
     def _fail_pending(self) -> None:
         for fut in self._pending.values():
             if not fut.done():
-                fut.set_exception(CommandError("runner_connection_closed", "gateway is closed", 410))
+                fut.set_exception(CommandError.of(codes.CONNECTION_CLOSED))
 
     async def close(self) -> None:
         """Interrupt running sessions (≤ INTERRUPT_WAIT), then close the socket. A second
@@ -204,7 +220,7 @@ class Channel:
         if ws is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(ws.close(),
-                                       max(CLOSE_GRACE, deadline - loop.time()))
+                                       max(timings.CLOSE_GRACE, deadline - loop.time()))
         for t in self._tasks:
             if t is not asyncio.current_task():
                 t.cancel()
@@ -224,6 +240,7 @@ class Gateways:
         self.channels: dict[str, Channel] = {}
         self._tombstones: dict[str, float] = {}
         self._closing: dict[str, Channel] = {}   # channels whose close is in progress
+        self._background: set[asyncio.Task[None]] = set()   # closes started by a 410
         self._clock = clock
 
     # -- SessionDirectory ----------------------------------------------------------------
@@ -267,7 +284,7 @@ class Gateways:
     async def open(self, payload: dict[str, Any]) -> dict[str, Any]:
         cid = payload.get("connectionId")
         if payload.get("computer") is not None:
-            raise CommandError("computer_unavailable", "this runner has no computers", 409)
+            raise CommandError.of(codes.COMPUTER_UNAVAILABLE)
         if not isinstance(cid, str) or not CONNECTION_ID_RE.match(cid):
             raise _plain("malformed connection id")
         if self.is_tombstoned(cid):
@@ -295,6 +312,13 @@ class Gateways:
         if ch is not None:
             await self._close_tracked(ch)
 
+    def close_later(self, connection_id: str) -> None:
+        """Close one channel in the background (its own poster cannot await its close); the
+        task is kept until done and awaited by :meth:`close_all`."""
+        task = asyncio.create_task(self.close_channel(connection_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def _close_tracked(self, ch: Channel) -> None:
         """Close ``ch``; while it closes, a gateway.close for its id waits for it."""
         self._closing[ch.id] = ch
@@ -317,13 +341,14 @@ class Gateways:
         self.channels.clear()
         for ch in chans:
             self._tombstone(ch.id)
-        await asyncio.gather(*(self._close_tracked(ch) for ch in chans), return_exceptions=True)
+        await asyncio.gather(*(self._close_tracked(ch) for ch in chans),
+                             *list(self._background), return_exceptions=True)
 
     async def rpc(self, payload: dict[str, Any]) -> Any:
         cid = payload.get("connectionId")
         ch = self.channels.get(cid) if isinstance(cid, str) else None
         if ch is None or ch.closed:
-            raise CommandError("runner_connection_closed", "gateway is not open", 410)
+            raise CommandError.of(codes.CONNECTION_CLOSED, "gateway is not open")
         method = check_rpc_method(payload.get("method"), ch.cleanup_only)
         params = payload.get("params", {})
         if params is None:
@@ -348,15 +373,20 @@ class Gateways:
 
     async def _open_session(self, ch: Channel, method: str, params: dict[str, Any]) -> Any:
         profile = require_profile(params.get("profile"), self.allowed_profiles)
-        result = await ch.call(method, params)
+
+        def own(result: Any) -> None:
+            # runs in the channel's reader as the reply is read, so an event right behind the
+            # reply on the wire (Hermes sends session.info at once) already finds its owner
+            if isinstance(result, dict) and isinstance(result.get("session_id"), str):
+                stored = result.get("stored_session_id") or result.get("resumed") or (
+                    params.get("session_id") if method == "session.resume" else None)
+                ch.sessions[result["session_id"]] = OwnedSession(
+                    profile=profile, stored_id=stored if isinstance(stored, str) else None,
+                    running=result.get("running") is True)
+
+        result = await ch.call(method, params, on_result=own)
         if ch.closed or self.channels.get(ch.id) is not ch:
-            raise CommandError("runner_command_uncertain", "channel closed during the call", 409)
-        if isinstance(result, dict) and isinstance(result.get("session_id"), str):
-            stored = result.get("stored_session_id") or result.get("resumed") or (
-                params.get("session_id") if method == "session.resume" else None)
-            ch.sessions[result["session_id"]] = OwnedSession(
-                profile=profile, stored_id=stored if isinstance(stored, str) else None,
-                running=result.get("running") is True)
+            raise CommandError.of(codes.COMMAND_UNCERTAIN, "channel closed during the call")
         return result
 
     async def _active_list(self, ch: Channel, params: dict[str, Any]) -> Any:
@@ -366,7 +396,7 @@ class Gateways:
         result = await ch.call("session.active_list", params)
         items = result.get("sessions") if isinstance(result, dict) else result
         if not isinstance(items, list):
-            raise CommandError("session_stop_unconfirmed", "Hermes gave no session list", 502)
+            raise CommandError.of(codes.SESSION_STOP_UNCONFIRMED)
         mine = [{"id": sid, "status": it.get("status")} for it in items
                 if isinstance(it, dict) and sid in (it.get("id"), it.get("session_id"))]
         return {"sessions": mine}

@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from . import status, timings
+from . import codes, status, timings
 from .bodies import read_capped
 from .config import HermesCredentials
 from .errors import CommandError
@@ -35,11 +35,11 @@ TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{20,4096}$")
 
 
 def _unavailable() -> CommandError:
-    return CommandError("hermes_unavailable", "local Hermes is not reachable", 502)
+    return CommandError.of(codes.HERMES_UNAVAILABLE)
 
 
 def _auth_failed() -> CommandError:
-    return CommandError("hermes_auth_failed", "local Hermes refused the runner's credentials", 502)
+    return CommandError.of(codes.HERMES_AUTH_FAILED)
 
 
 def token_from_page(html: str) -> str | None:
@@ -91,8 +91,7 @@ class HermesClient:
                                             allow_redirects=False) as resp:
                 data = await read_capped(resp, cap)
                 if data is None:
-                    raise CommandError("hermes_response_too_large",
-                                       "Hermes response over the relay limit", 502)
+                    raise CommandError.of(codes.HERMES_RESPONSE_TOO_LARGE)
                 return resp.status, {k.lower(): v for k, v in resp.headers.items()}, data
         except (TimeoutError, aiohttp.ClientError, OSError):
             raise _unavailable() from None
@@ -133,8 +132,8 @@ class HermesClient:
 
     async def _login(self) -> None:
         if self._credentials is None:
-            raise CommandError("hermes_auth_failed",
-                               "local Hermes requires hermesCredentials", 502)
+            raise CommandError.of(codes.HERMES_AUTH_FAILED,
+                                  "local Hermes requires hermesCredentials")
         self._token = None
         st, _, _ = await self._raw("POST", "/auth/password-login", auth=False, body={
             "provider": "basic", "username": self._credentials.username,
@@ -187,7 +186,7 @@ class HermesClient:
                 if exc.status in (401, 403) and attempt == 0:
                     await self._authenticate(stale=used)
                     continue
-                raise CommandError("hermes_unavailable", "Hermes refused the gateway", 502) from None
+                raise CommandError.of(codes.HERMES_UNAVAILABLE, "Hermes refused the gateway") from None
             except (TimeoutError, aiohttp.ClientError, OSError):
                 raise _unavailable() from None
         raise _auth_failed()

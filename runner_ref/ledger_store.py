@@ -6,6 +6,10 @@ receipt acknowledged to the caller survives kill -9 *and* a power cut. (``NORMAL
 survive kill -9, since the WAL is written before COMMIT returns; FULL is chosen because a receipt
 is a promise to the control plane.)
 
+The SQL follows the ledger's table: every state literal and guard is derived from
+:data:`runner_ref.ledger.TRANSITIONS` (``tests/runner_ref/test_ledger_store.py`` drives every
+(state, event) pair through the store and compares with the table).
+
 Claim = read + start, atomically. A new delivery *claims* its id: ``INSERT … ON CONFLICT(id)
 DO NOTHING RETURNING id``. If the row was inserted, the caller owns a durable ``started`` row
 (the ledger's "no row → start" rule, with no window between the read and the insert); otherwise
@@ -27,17 +31,32 @@ from typing import Any
 
 import aiosqlite
 
-from .ledger import Row, State
+from .ledger import Event, LedgerError, Row, State, source_state, target_state
 
 SCHEMA = ("CREATE TABLE IF NOT EXISTS commands(id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, "
           "state TEXT NOT NULL, result TEXT, created INTEGER NOT NULL)")
 COLUMNS = "id, fingerprint, state, result, created"
-SQL_RETIRE = "UPDATE commands SET state='retired', result=NULL WHERE state='complete' AND created < ?"
 CHUNK = 400  # rows per statement (well under SQLite's bound-parameter limit)
 
 
+def _state(event: Event, end: str) -> str:
+    """The SQL literal of the state ``event`` leaves (``end="from"``) or enters (``"to"``),
+    taken from :data:`runner_ref.ledger.TRANSITIONS`."""
+    state = source_state(event) if end == "from" else target_state(event)
+    if state is None:
+        raise LedgerError(f"{event.value} has no row to guard on")
+    return f"'{state.value}'"
+
+
+# START leaves "no row": the claim is an INSERT that does nothing when a row exists.
+if source_state(Event.START) is not None:  # pragma: no cover - a table edit the SQL cannot follow
+    raise LedgerError("START must leave the no-row state")
+SQL_RETIRE = (f"UPDATE commands SET state={_state(Event.RETIRE, 'to')}, result=NULL "
+              f"WHERE state={_state(Event.RETIRE, 'from')} AND created < ?")
+
+
 def _sql_claim(n: int) -> str:
-    values = ",".join(["(?, ?, 'started', NULL, ?)"] * n)
+    values = ",".join([f"(?, ?, {_state(Event.START, 'to')}, NULL, ?)"] * n)
     return (f"INSERT INTO commands({COLUMNS}) VALUES {values} "
             "ON CONFLICT(id) DO NOTHING RETURNING id")
 
@@ -45,8 +64,9 @@ def _sql_claim(n: int) -> str:
 def _sql_complete(n: int) -> str:
     cases = " ".join(["WHEN ? THEN ?"] * n)
     marks = ",".join("?" * n)
-    return (f"UPDATE commands SET state='complete', result=CASE id {cases} END "
-            f"WHERE id IN ({marks}) AND state='started'")
+    return (f"UPDATE commands SET state={_state(Event.COMPLETE, 'to')}, "
+            f"result=CASE id {cases} END "
+            f"WHERE id IN ({marks}) AND state={_state(Event.COMPLETE, 'from')}")
 
 
 def _row(r: Iterable[Any]) -> Row:
@@ -87,10 +107,6 @@ class LedgerStore:
         """Insert a durable ``started`` row and return None, or return the row already there."""
         result: Row | None = await self._submit("claim", (command_id, fingerprint, created_ms))
         return result
-
-    async def start(self, command_id: str, fingerprint: str, created_ms: int) -> None:
-        """Write a ``started`` row unless the id already has one (pre-seeding, tests)."""
-        await self.claim(command_id, fingerprint, created_ms)
 
     async def complete(self, command_id: str, result_json: str) -> None:
         """``started`` → ``complete`` with the reply (a no-op for any other state)."""

@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 import re
 
+from . import codes
 from .errors import CommandError
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _forbidden() -> CommandError:
-    return CommandError("runner_artifact_forbidden", "file is outside the artifact roots", 403)
+    return CommandError.of(codes.ARTIFACT_FORBIDDEN)
 
 
 def contained_path(requested: object, roots: tuple[str, ...] | list[str]) -> str:

@@ -21,6 +21,10 @@ Our choices where upstream is not determined:
 - Routing (404 ``not_found`` for other paths) is decided only after all gates pass, so an
   unauthenticated caller learns nothing about paths.
 - ``/tools/list`` accepts any JSON object as its body (upstream sends ``{}``).
+
+The gate order, statuses and limits are the protocol's; where the control plane checks the same
+rules (body limits, Host/Origin, tokens) they are written independently in fake_server on
+purpose.
 """
 from __future__ import annotations
 
@@ -30,8 +34,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-MAX_BODY_BYTES = 256 * 1024
-MAX_DEPTH = 30
+from runner_ref import codes
+from runner_ref.codes import Code, error_body
+from runner_ref.timings import LISTENER_MAX_BODY, LISTENER_MAX_DEPTH
+
+MAX_BODY_BYTES = LISTENER_MAX_BODY
+MAX_DEPTH = LISTENER_MAX_DEPTH
 ALLOWED_PEER = "127.0.0.1"
 
 
@@ -61,12 +69,22 @@ class Context:
 
 @dataclass(frozen=True)
 class Refusal:
-    status: int
-    code: str
-    message: str
+    row: Code
+
+    @property
+    def status(self) -> int:
+        return self.row.status
+
+    @property
+    def code(self) -> str:
+        return self.row.code
+
+    @property
+    def message(self) -> str:
+        return self.row.message
 
     def body(self) -> dict[str, str]:
-        return {"error": self.message, "code": self.code}
+        return error_body(self.row)
 
 
 @dataclass(frozen=True)
@@ -76,11 +94,24 @@ class Accepted:
 
 @dataclass(frozen=True)
 class Gate:
+    """One gate: its name, the row of :mod:`runner_ref.codes` it refuses with (status, code,
+    message), and its predicate."""
+
     name: str
-    status: int
-    code: str
-    message: str
+    row: Code
     passes: Callable[[GateInput, Context], bool]
+
+    @property
+    def status(self) -> int:
+        return self.row.status
+
+    @property
+    def code(self) -> str:
+        return self.row.code
+
+    @property
+    def message(self) -> str:
+        return self.row.message
 
 
 def _forbidden_ok(req: GateInput, ctx: Context) -> bool:
@@ -144,21 +175,19 @@ def _json_ok(req: GateInput, ctx: Context) -> bool:
     return req.body is not None and parse_body(req.body) is not None
 
 
-_SIZE = Gate("size", 413, "team_tool_input_limit", "team tool input too large", _length_ok)
+_SIZE = Gate("size", codes.TEAM_TOOL_INPUT_LIMIT, _length_ok)
 HEAD_GATES: tuple[Gate, ...] = (
-    Gate("loopback", 403, "team_tools_forbidden", "team tools are loopback only", _forbidden_ok),
-    Gate("token", 401, "team_tools_unauthorized", "team tools token required", _token_ok),
-    Gate("lease", 410, "team_tools_expired", "team tools lease expired",
-         lambda req, ctx: req.lease_active),
-    Gate("method", 405, "method_not_allowed", "method not allowed",
-         lambda req, ctx: req.method == "POST"),
-    Gate("content-type", 415, "invalid_content_type", "JSON content type required",
+    Gate("loopback", codes.TEAM_TOOLS_FORBIDDEN, _forbidden_ok),
+    Gate("token", codes.TEAM_TOOLS_UNAUTHORIZED, _token_ok),
+    Gate("lease", codes.TEAM_TOOLS_EXPIRED, lambda req, ctx: req.lease_active),
+    Gate("method", codes.METHOD_NOT_ALLOWED, lambda req, ctx: req.method == "POST"),
+    Gate("content-type", codes.INVALID_CONTENT_TYPE,
          lambda req, ctx: _media_type(req.content_type) == "application/json"),
     _SIZE,   # on the declared length here, on the bytes read in BODY_GATES
 )
 BODY_GATES: tuple[Gate, ...] = (
     _SIZE,
-    Gate("json", 400, "invalid_json", "invalid JSON", _json_ok),
+    Gate("json", codes.INVALID_JSON, _json_ok),
 )
 GATES: tuple[Gate, ...] = HEAD_GATES + BODY_GATES[1:]
 
@@ -166,7 +195,7 @@ GATES: tuple[Gate, ...] = HEAD_GATES + BODY_GATES[1:]
 def first_failure(req: GateInput, ctx: Context, gates: tuple[Gate, ...]) -> Refusal | None:
     for gate in gates:
         if not gate.passes(req, ctx):
-            return Refusal(gate.status, gate.code, gate.message)
+            return Refusal(gate.row)
     return None
 
 

@@ -27,6 +27,8 @@ Rules of this module:
   create/bind/renewal; every ``renew_every`` it checks its session is still owned, extends its
   expiry and (once bound) re-binds; any failure disposes it. ``tick()`` applies all that is due;
   a background timer calls it unless ``auto_renew=False`` (tests drive ``tick()`` themselves).
+The lease-id format, the 64-lease limit and the 60 s tombstones are also the control plane's;
+they are written independently in fake_server on purpose.
 """
 from __future__ import annotations
 
@@ -34,23 +36,21 @@ import asyncio
 import contextlib
 import enum
 import logging
-import re
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runner_ref import codes, timings
 from runner_ref.errors import CommandError, ServerError
-from runner_ref.timings import MAX_LEASES
+from runner_ref.timings import MAX_LEASES, UUID_RE
 
 from .listener import ListenerTimings, LoopbackListener, ToolSpec
 
-TOMBSTONE_SECONDS = 60.0
 PLUGIN = "/api/plugins/yaoyao-bot-bridge"
 BIND_PATH = f"{PLUGIN}/bind"
 UNBIND_PATH = f"{PLUGIN}/unbind"
-LEASE_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 _log = logging.getLogger("runner_ref.teamtools.leases")
 
@@ -102,20 +102,20 @@ class Lease:
 
 
 def _plain(message: str) -> CommandError:
-    return CommandError("runner_error", message, 400)
+    return CommandError.of(codes.RUNNER_ERROR, message)
 
 
 def _forbidden() -> CommandError:
-    return CommandError("runner_session_forbidden", "session not owned by this runner", 403)
+    return CommandError.of(codes.SESSION_FORBIDDEN, "session not owned by this runner")
 
 
 def _expired() -> CommandError:
-    return CommandError("runner_lease_expired", "team tools lease expired", 410)
+    return CommandError.of(codes.LEASE_EXPIRED)
 
 
 def _lease_id(payload: Any) -> str:
     lease_id = payload.get("leaseId") if isinstance(payload, dict) else None
-    if not isinstance(lease_id, str) or not LEASE_ID.match(lease_id):
+    if not isinstance(lease_id, str) or not UUID_RE.match(lease_id):
         raise _plain("invalid lease id")
     return lease_id
 
@@ -155,9 +155,10 @@ class LeaseManager:
     """All team tool leases of one runner process."""
 
     def __init__(self, *, relay: Relay, plugin: PluginClient, sessions: SessionDirectory,
-                 clock: Callable[[], float] = time.monotonic, ttl: float = 1800.0,
-                 renew_every: float = 300.0, wall_clock: Callable[[], float] = time.time,
-                 auto_renew: bool = True, plugin_timeout: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic, ttl: float = timings.LEASE_TTL,
+                 renew_every: float = timings.LEASE_RENEW_EVERY,
+                 wall_clock: Callable[[], float] = time.time, auto_renew: bool = True,
+                 plugin_timeout: float = timings.PLUGIN_TIMEOUT,
                  listener_timings: ListenerTimings | None = None) -> None:
         self._relay = relay
         self._plugin = plugin
@@ -270,6 +271,10 @@ class LeaseManager:
             timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await timer
+        await self.drain()
+
+    async def drain(self) -> None:
+        """Await the disposals started in the background so far (after a 410 from the relay)."""
         if self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
@@ -330,7 +335,7 @@ class LeaseManager:
         return owner is not None and owner[1] == lease.profile
 
     def _tombstone(self, lease_id: str) -> None:
-        self._tombstones[lease_id] = self._clock() + TOMBSTONE_SECONDS
+        self._tombstones[lease_id] = self._clock() + timings.TOMBSTONE_TTL
 
     def _purge_tombstones(self) -> None:
         now = self._clock()
@@ -370,9 +375,9 @@ class LeaseManager:
                     await self._unbind(lease)
                     raise _expired()
                 if status != 200 or not isinstance(reply, dict) or reply.get("ok") is not True:
-                    raise CommandError("team_tools_bind_failed", "team tools bind failed", 409)
+                    raise CommandError.of(codes.TEAM_TOOLS_BIND_FAILED)
                 if first and reply.get("native_tools") is not True:
-                    raise CommandError("team_tools_unavailable", "native tools unavailable", 409)
+                    raise CommandError.of(codes.TEAM_TOOLS_UNAVAILABLE)
                 lease.bound = True
                 first = False
                 if lease.stored_id == sent:

@@ -25,8 +25,12 @@ from typing import Any
 
 from aiohttp import web
 
+from runner_ref import codes, timings
+from runner_ref.timings import MAX_CALLS
+
 from . import gates
-from .calls import MAX_CALLS, Call, CallBook, Outcome, error_outcome, parse_call
+from .call_book import CallBook
+from .call_rules import Call, ListenerAnswer, error_answer, parse_call
 from .ids import id_map, opaque_id
 
 RelayCall = Callable[[str, dict[str, Any], str], Awaitable[Any]]
@@ -41,10 +45,10 @@ _http_log.propagate = False
 
 @dataclass(frozen=True)
 class ListenerTimings:
-    request: float = 15.0
-    keepalive: float = 1.0
-    max_headers: int = 30
-    shutdown: float = 1.0
+    request: float = timings.LISTENER_REQUEST_TIMEOUT
+    keepalive: float = timings.LISTENER_KEEPALIVE
+    max_headers: int = timings.LISTENER_MAX_HEADERS
+    shutdown: float = timings.LISTENER_SHUTDOWN
 
 
 @dataclass(frozen=True)
@@ -113,11 +117,11 @@ class LoopbackListener:
             outcome = await self._answer(request)
         except Exception:  # never a 500 with a traceback; nothing secret is logged
             _quiet.warning("team tools listener: request failed")
-            outcome = error_outcome(500, "runner_error", "team tools listener failed")
+            outcome = error_answer(codes.LISTENER_FAILED)
         return web.json_response(outcome.body, status=outcome.status,
                                  headers={"Cache-Control": "no-store"})
 
-    async def _answer(self, request: web.BaseRequest) -> Outcome:
+    async def _answer(self, request: web.BaseRequest) -> ListenerAnswer:
         peer = request.transport.get_extra_info("peername") if request.transport else None
         head = gates.GateInput(
             peer_ip=peer[0] if peer else None,
@@ -133,30 +137,30 @@ class LoopbackListener:
         ctx = gates.Context(port=self.port, token=self.token)
         refusal = gates.check_head(head, ctx)
         if refusal is not None:
-            return Outcome(refusal.status, refusal.body())
+            return ListenerAnswer(refusal.status, refusal.body())
         if request.headers.get("Expect", "").lower() == "100-continue":  # e.g. curl, big bodies
             await request.writer.write(b"HTTP/%d.%d 100 Continue\r\n\r\n" % request.version)
         try:
             body = await asyncio.wait_for(_read_bounded(request, gates.MAX_BODY_BYTES),
                                           self._timings.request)
         except TimeoutError:
-            return error_outcome(408, "request_timeout", "request not received in time")
+            return error_answer(codes.REQUEST_TIMEOUT)
         verdict = gates.check(dataclasses.replace(head, body=body), ctx)
         if isinstance(verdict, gates.Refusal):
-            return Outcome(verdict.status, verdict.body())
+            return ListenerAnswer(verdict.status, verdict.body())
         return await self._route(request.path, verdict.body)
 
-    async def _route(self, path: str, body: dict[str, Any]) -> Outcome:
+    async def _route(self, path: str, body: dict[str, Any]) -> ListenerAnswer:
         if path == "/tools/list":
-            return Outcome(200, self.listing())
+            return ListenerAnswer(200, self.listing())
         if path != "/tools/call":
-            return error_outcome(404, "not_found", "not found")
+            return error_answer(codes.NOT_FOUND)
         call = parse_call(body)
-        if isinstance(call, Outcome):
+        if isinstance(call, ListenerAnswer):
             return call
         real = self._real.get(call.tool_id)
         if real is None:
-            return error_outcome(404, "team_tool_not_found", "team tool not found")
+            return error_answer(codes.TEAM_TOOL_NOT_FOUND)
         return await self.calls.run(call, lambda: self._relay_call(real, call))
 
     async def _relay_call(self, real_id: str, call: Call) -> Any:

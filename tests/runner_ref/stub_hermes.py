@@ -20,6 +20,10 @@ class StubHermes:
         self.chunked = False               # ... without a Content-Length (chunked)
         self.arrived = asyncio.Event()
         self._release = asyncio.Event()
+        self.total = 0                      # counted requests so far (what ``hits`` sums)
+        self._hold_at: int | None = None    # hold just the request with this ordinal …
+        self.held = asyncio.Event()         # … set once it is held
+        self._unhold = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -38,6 +42,7 @@ class StubHermes:
 
     async def __aexit__(self, *exc: object) -> None:
         self._release.set()
+        self._unhold.set()
         assert self._runner is not None
         await self._runner.cleanup()
 
@@ -48,6 +53,17 @@ class StubHermes:
 
     def release(self) -> None:
         self._release.set()
+
+    def hold_request(self, ordinal: int) -> None:
+        """Hold the ``ordinal``-th counted request (1 = the next one) until :meth:`unhold`;
+        ``held`` is set once it is held: a pause point for a kill -9 mid-command."""
+        self._hold_at = self.total + ordinal
+        self.held = asyncio.Event()
+        self._unhold = asyncio.Event()
+
+    def unhold(self) -> None:
+        self._hold_at = None
+        self._unhold.set()
 
     async def _index(self, request: web.Request) -> web.Response:
         return web.Response(text=f'<script>window.__HERMES_SESSION_TOKEN__="{self.token}";</script>',
@@ -62,7 +78,12 @@ class StubHermes:
         key = request.path + ("?" + request.query.get("n", "") if "n" in request.query else "")
         if request.path != "/api/profiles" or "n" in request.query:
             self.hits[key] += 1
+            self.total += 1
             self.arrived.set()
+            if self.total == self._hold_at:
+                unhold = self._unhold
+                self.held.set()
+                await unhold.wait()
             if self.hold:
                 await self._release.wait()
         if request.path == "/api/config" and self.body_size is not None:

@@ -3,11 +3,12 @@ handshake wins, and tombstones refuse a reopen."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 
-from runner_ref.errors import CommandError
+from runner_ref.errors import CommandError, ServerError
 from runner_ref.gateway import Gateways
 
 
@@ -109,9 +110,11 @@ class HangingWS(FakeWS):
     def __init__(self) -> None:
         super().__init__()
         self.sent: list[str] = []
+        self.got_request = asyncio.Event()
 
     async def send_str(self, data: str) -> None:
         self.sent.append(data)
+        self.got_request.set()
 
 
 async def test_gateway_close_waits_for_a_close_already_in_progress(
@@ -129,12 +132,143 @@ async def test_gateway_close_waits_for_a_close_already_in_progress(
     await gw.open({"connectionId": "c"})
     gw.channels["c"].sessions["s1"] = OwnedSession("default", None, running=True)
     first = asyncio.create_task(gw.close_channel("c"))   # e.g. the 410 path
-    while not ws.sent:
-        await asyncio.sleep(0.001)
-    assert "session.interrupt" in ws.sent[0]
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
+    await ws.got_request.wait()
+    assert "session.interrupt" in ws.sent[0] and not ws.closed
     assert await gw.close({"connectionId": "c"}) == {"ok": True}
-    assert loop.time() - t0 >= 0.2 and ws.closed   # it waited for the first close to end
+    # order, not duration: the second close returned only once the first had closed the
+    # socket, which it does only after its interrupt budget ran out
+    assert ws.closed   # it waited for the first close to end
     await first
     assert len(ws.sent) == 1                          # one interrupt, not two
+
+
+class Frame:
+    """What ``async for msg in ws`` yields (``aiohttp.WSMessage``'s two fields the reader uses)."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        import aiohttp
+        self.type = aiohttp.WSMsgType.TEXT
+        self.data = json.dumps(body)
+
+
+class EagerWS(FakeWS):
+    """Answers every request with its reply and, right behind it on the wire, one event of the
+    session. Queued frames are handed to the reader without a suspension in between, so the
+    reader reads the event before the coroutine awaiting the reply can resume: the ordering a
+    real Hermes only makes likely (it sends ``session.info`` at once after create/resume) is
+    made certain here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._frames: list[dict[str, Any]] = []
+        self._more = asyncio.Event()
+
+    async def send_str(self, data: str) -> None:
+        req = json.loads(data)
+        method, params = req["method"], req["params"]
+        sid = params.get("session_id") or "rt-1"
+        if method in ("session.create", "session.resume"):
+            result = {"session_id": sid, "stored_session_id": "st-1"}
+            event = {"type": "session.info", "session_id": sid,
+                     "payload": {"stored_session_id": "st-1"}}
+        else:
+            result = {"ok": True}
+            event = {"type": "marker", "session_id": sid}
+        self._frames += [{"jsonrpc": "2.0", "id": req["id"], "result": result},
+                         {"jsonrpc": "2.0", "method": "event", "params": event}]
+        self._more.set()
+
+    async def __anext__(self) -> Any:
+        while not self._frames:
+            if self.closed:
+                raise StopAsyncIteration
+            self._more.clear()
+            await self._more.wait()
+        return Frame(self._frames.pop(0))
+
+    async def close(self) -> None:
+        self.closed = True
+        self._more.set()
+
+
+@pytest.mark.parametrize("method", ["session.create", "session.resume"])
+async def test_event_right_behind_the_open_reply_is_forwarded(method: str) -> None:
+    """Ownership is registered by the reader as it reads the reply, so the ``session.info``
+    that follows it on the wire is forwarded (it was dropped when the session became the
+    channel's only once the awaiting coroutine resumed)."""
+    ws = EagerWS()
+    posted: list[dict[str, Any]] = []
+    marker = asyncio.Event()
+
+    async def post(body: dict[str, Any]) -> None:
+        posted.append(body)
+        if body.get("frame", {}).get("type") == "marker":
+            marker.set()
+
+    class Hermes:
+        async def ws_connect(self) -> EagerWS:
+            return ws
+
+    gw = Gateways(Hermes(), ("default",), post, lambda: None)  # type: ignore[arg-type]
+    await gw.open({"connectionId": "c"})
+    params = {"profile": "default"} | ({"session_id": "rt-1"} if method == "session.resume" else {})
+    await gw.rpc({"connectionId": "c", "method": method, "params": params})
+    # a second call on the session: its event is posted after anything read before it
+    await gw.rpc({"connectionId": "c", "method": "session.usage", "params": {"session_id": "rt-1"}})
+    await marker.wait()
+    assert [b["frame"]["type"] for b in posted] == ["session.info", "marker"]
+    assert gw.stored_id("rt-1") == "st-1"
+    await gw.close_all()
+
+
+class InterruptHangingWS(HangingWS):
+    """Hands the reader the frames a test pushes; never answers a request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.interrupt_sent = asyncio.Event()
+
+    def push(self, body: dict[str, Any]) -> None:
+        self._frames.put_nowait(body)
+
+    async def send_str(self, data: str) -> None:
+        await super().send_str(data)
+        if json.loads(data)["method"] == "session.interrupt":
+            self.interrupt_sent.set()
+
+    async def __anext__(self) -> Any:
+        getter = asyncio.ensure_future(self._frames.get())
+        gone = asyncio.ensure_future(self._gone.wait())
+        done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+        for t in (getter, gone):
+            t.cancel()
+        if getter not in done:
+            raise StopAsyncIteration
+        return Frame(getter.result())
+
+
+async def test_close_all_awaits_the_close_a_410_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 410 on ``event`` closes the channel in a background task that the registry keeps and
+    ``close_all`` awaits (it was created and dropped: collectable mid-close, never awaited)."""
+    from runner_ref import timings
+    from runner_ref.gateway import OwnedSession
+    monkeypatch.setattr(timings, "INTERRUPT_WAIT", 0.2)
+    ws = InterruptHangingWS()
+
+    async def post(body: dict[str, Any]) -> None:
+        raise ServerError(410, "runner_connection_closed", "gone")
+
+    class Hermes:
+        async def ws_connect(self) -> InterruptHangingWS:
+            return ws
+
+    gw = Gateways(Hermes(), ("default",), post, lambda: None)  # type: ignore[arg-type]
+    await gw.open({"connectionId": "c"})
+    gw.channels["c"].sessions["s1"] = OwnedSession("default", None, running=True)
+    ws.push({"jsonrpc": "2.0", "method": "event",
+             "params": {"type": "message.delta", "session_id": "s1"}})
+    await ws.interrupt_sent.wait()          # the background close is under way
+    assert "c" not in gw.channels and not ws.closed
+    await gw.close_all()
+    assert ws.closed                        # close_all waited for that close to finish

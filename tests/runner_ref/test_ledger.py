@@ -36,19 +36,19 @@ def test_forbidden_transitions_raise(state: L.State | None, event: L.Event) -> N
 
 
 @pytest.mark.parametrize("stored,flight,fp,expected", [
-    (None, None, "a", L.Decision.START),
-    (None, "a", "a", L.Decision.JOIN),
-    (None, "a", "b", L.Decision.CONFLICT),
-    (row(L.State.STARTED), "a", "a", L.Decision.JOIN),
-    (row(L.State.STARTED), None, "a", L.Decision.UNCERTAIN),
-    (row(L.State.RETIRED), None, "a", L.Decision.UNCERTAIN),
-    (row(L.State.COMPLETE), None, "a", L.Decision.REPLAY),
-    (row(L.State.COMPLETE), None, "b", L.Decision.CONFLICT),
-    (row(L.State.STARTED), None, "b", L.Decision.CONFLICT),   # conflict checked first
-    (row(L.State.RETIRED), None, "b", L.Decision.CONFLICT),
+    (None, None, "a", L.DeliveryDecision.START),
+    (None, "a", "a", L.DeliveryDecision.JOIN),
+    (None, "a", "b", L.DeliveryDecision.CONFLICT),
+    (row(L.State.STARTED), "a", "a", L.DeliveryDecision.JOIN),
+    (row(L.State.STARTED), None, "a", L.DeliveryDecision.UNCERTAIN),
+    (row(L.State.RETIRED), None, "a", L.DeliveryDecision.UNCERTAIN),
+    (row(L.State.COMPLETE), None, "a", L.DeliveryDecision.REPLAY),
+    (row(L.State.COMPLETE), None, "b", L.DeliveryDecision.CONFLICT),
+    (row(L.State.STARTED), None, "b", L.DeliveryDecision.CONFLICT),   # conflict checked first
+    (row(L.State.RETIRED), None, "b", L.DeliveryDecision.CONFLICT),
 ])
 def test_delivery_rules(stored: L.Row | None, flight: str | None, fp: str,
-                        expected: L.Decision) -> None:
+                        expected: L.DeliveryDecision) -> None:
     assert L.decide(stored, flight, fp) is expected
 
 
@@ -92,20 +92,20 @@ class LedgerStory(RuleBasedStateMachine):
         fp = f"{cid}:{variant}"
         stored = self.rows.get(cid)
         d = L.decide(stored, self.flight.get(cid), fp)
-        if d is L.Decision.START:
+        if d is L.DeliveryDecision.START:
             L.transition(None, L.Event.START)
             self.rows[cid] = L.Row(cid, fp, L.State.STARTED, None, self.now)
             self.flight[cid] = fp
-        elif d is L.Decision.CONFLICT:
+        elif d is L.DeliveryDecision.CONFLICT:
             known = stored.fingerprint if stored else self.flight[cid]
             assert known != fp
-        elif d is L.Decision.REPLAY:
+        elif d is L.DeliveryDecision.REPLAY:
             assert stored is not None and stored.result == f'"reply-{cid}"'
-        elif d is L.Decision.UNCERTAIN:
+        elif d is L.DeliveryDecision.UNCERTAIN:
             assert stored is not None and cid not in self.flight
             assert stored.state in (L.State.STARTED, L.State.RETIRED)
         else:
-            assert d is L.Decision.JOIN and self.flight[cid] == fp
+            assert d is L.DeliveryDecision.JOIN and self.flight[cid] == fp
 
     @precondition(lambda self: bool(self.flight))
     @rule(data=st.data())

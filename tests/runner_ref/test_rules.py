@@ -15,7 +15,7 @@ from runner_ref import allowlists as A
 from runner_ref.errors import CommandError
 from runner_ref.fingerprint import command_fingerprint, js_stringify
 from runner_ref.hermes import token_from_page
-from runner_ref.http_kind import plan_http
+from runner_ref.http_plan import plan_http
 from runner_ref.paths import contained_path
 from runner_ref.statedir import LockedError, StateDir, state_dir_for
 

@@ -18,8 +18,9 @@ from hypothesis.stateful import (
 )
 
 from runner_ref.errors import CommandError, ServerError
-from runner_ref.teamtools import calls, ids
-from runner_ref.teamtools.calls import Call, CallBook, Outcome
+from runner_ref.teamtools import call_book, call_rules, ids
+from runner_ref.teamtools.call_book import CallBook
+from runner_ref.teamtools.call_rules import Call, ListenerAnswer
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5)
@@ -70,7 +71,7 @@ def test_fingerprint_covers_tool_and_arguments() -> None:
     assert base.fingerprint != Call("u", "c", {"a": 1}).fingerprint
     assert base.fingerprint != Call("t", "c", {"a": 2}).fingerprint
     assert base.fingerprint == Call("t", "other", {"a": 1}).fingerprint
-    assert calls.canonical_json({"b": {"d": 1, "c": 2}, "a": []}) == '{"a":[],"b":{"c":2,"d":1}}'
+    assert call_rules.canonical_json({"b": {"d": 1, "c": 2}, "a": []}) == '{"a":[],"b":{"c":2,"d":1}}'
 
 
 @pytest.mark.parametrize("body,ok", [
@@ -85,36 +86,36 @@ def test_fingerprint_covers_tool_and_arguments() -> None:
     ({"toolId": "t", "callId": 7, "arguments": {}}, False),
 ])
 def test_parse_call_bounds(body: dict[str, Any], ok: bool) -> None:
-    out = calls.parse_call(body)
+    out = call_rules.parse_call(body)
     if ok:
         assert isinstance(out, Call)
     else:
-        assert isinstance(out, Outcome) and (out.status, out.body["code"]) == (400, "invalid_tool_call")
+        assert isinstance(out, ListenerAnswer) and (out.status, out.body["code"]) == (400, "invalid_tool_call")
 
 
 # -- result envelopes --------------------------------------------------------------------------
 def test_content_arrays_pass_through_unchanged() -> None:
     value = {"content": [{"type": "text", "text": "hi"}], "isError": False, "extra": 1}
-    assert calls.wrap_result(value) is value
+    assert call_rules.wrap_result(value) is value
 
 
 @pytest.mark.parametrize("value", [
     {"member": {"id": "m1"}}, {"content": "not a list"}, "text", 3, None, [1, 2], {"content": None},
 ])
 def test_other_results_are_wrapped(value: Any) -> None:
-    wrapped = calls.wrap_result(value)
+    wrapped = call_rules.wrap_result(value)
     assert wrapped == {"content": [{"type": "text", "text": json.dumps(value)}],
                        "structuredContent": value}
 
 
 def test_failures_are_is_error_envelopes_that_hide_uncoded_text() -> None:
-    server = calls.failure_of(ServerError(410, "runner_lease_expired", "lease gone"))
+    server = call_book.failure_of(ServerError(410, "runner_lease_expired", "lease gone"))
     assert server["isError"] is True
     assert json.loads(server["content"][0]["text"]) == {"error": "lease gone",
                                                          "code": "runner_lease_expired"}
-    cmd = calls.failure_of(CommandError("x_code", "x message"))
+    cmd = call_book.failure_of(CommandError("x_code", "x message"))
     assert json.loads(cmd["content"][0]["text"])["code"] == "x_code"
-    other = calls.failure_of(RuntimeError("secret-token-abc"))
+    other = call_book.failure_of(RuntimeError("secret-token-abc"))
     assert "secret-token-abc" not in json.dumps(other)
     assert json.loads(other["content"][0]["text"]) == {"error": "team tool call failed",
                                                         "code": "runner_error"}
@@ -146,7 +147,7 @@ async def test_a_repeat_while_the_first_runs_shares_its_result() -> None:
     same = Call("t", "c1", {"y": {"a": 1, "b": 2}, "x": 1})
     first = asyncio.ensure_future(book.run(call, counter.execute(call)))
     second = asyncio.ensure_future(book.run(same, counter.execute(same)))
-    await asyncio.sleep(0)  # both callers are now waiting on the one running call
+    await book.until_waiting("c1", 2)  # both callers are now waiting on the one running call
     conflict = await book.run(Call("t", "c1", {"x": 2}), counter.execute(call))
     assert (conflict.status, conflict.body["code"]) == (409, "idempotency_conflict")
     counter.gate.set()
@@ -169,7 +170,7 @@ async def test_a_caller_going_away_does_not_cancel_the_shared_call() -> None:
     counter.gate = asyncio.Event()
     call = Call("t", "c", {})
     first = asyncio.ensure_future(book.run(call, counter.execute(call)))
-    await asyncio.sleep(0)
+    await book.until_waiting("c", 1)
     first.cancel()
     counter.gate.set()
     again = await book.run(call, counter.execute(call))
@@ -194,7 +195,7 @@ async def test_cancel_all_answers_waiters_with_is_error() -> None:
     counter.gate = asyncio.Event()
     call = Call("t", "c", {})
     waiter = asyncio.ensure_future(book.run(call, counter.execute(call)))
-    await asyncio.sleep(0)
+    await book.until_waiting("c", 1)
     await book.cancel_all()
     out = await waiter
     assert out.status == 200 and out.body["isError"] is True
@@ -211,12 +212,12 @@ class DedupeMachine(RuleBasedStateMachine):
         self.book = CallBook(limit=5)
         self.counter = Counter()
         self.model: dict[str, str] = {}
-        self.outcomes: dict[str, Outcome] = {}
+        self.outcomes: dict[str, ListenerAnswer] = {}
 
     def teardown(self) -> None:
         self.loop.close()
 
-    def _run(self, call: Call) -> Outcome:
+    def _run(self, call: Call) -> ListenerAnswer:
         return self.loop.run_until_complete(self.book.run(call, self.counter.execute(call)))
 
     @initialize()

@@ -27,7 +27,6 @@ from hypothesis.stateful import (
 from runner_ref.errors import CommandError
 from runner_ref.teamtools.leases import (
     BIND_PATH,
-    TOMBSTONE_SECONDS,
     UNBIND_PATH,
     Lease,
     LeaseManager,
@@ -38,6 +37,7 @@ from runner_ref.teamtools.listener import ListenerTimings
 pytestmark = pytest.mark.timeout(120)
 
 TTL, RENEW = 1800.0, 300.0
+TOMBSTONE_SECONDS = 60.0   # protocol values, written here for the model (not read from the code)
 LEASE_IDS = [str(uuid.UUID(int=i + 1)) for i in range(5)]
 RUNTIMES = {"rt-1": ("conn-1", "default"), "rt-2": ("conn-2", "default"),
             "rt-w": ("conn-2", "writer")}

@@ -62,18 +62,25 @@ class Plugin:
         self.default: tuple[int, Any] = (200, {"ok": True, "native_tools": True})
         self.gate: asyncio.Event | None = None
         self.entered = asyncio.Event()
+        self.bind_seen = asyncio.Event()   # set at every bind
         self.on_bind: Any = None
 
     async def post_json(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         self.posts.append((path, json.loads(json.dumps(body))))
         if path == BIND_PATH:
             self.entered.set()
+            self.bind_seen.set()
             if self.on_bind is not None:
                 self.on_bind()
             if self.gate is not None:
                 await self.gate.wait()
             return self.replies.pop(0) if self.replies else self.default
         return 200, {"ok": True}
+
+    async def wait_binds(self, n: int) -> None:
+        while len(self.binds()) < n:
+            self.bind_seen.clear()
+            await self.bind_seen.wait()
 
     def binds(self) -> list[dict[str, Any]]:
         return [b for p, b in self.posts if p == BIND_PATH]
@@ -373,10 +380,7 @@ async def test_a_410_from_the_relay_disposes_the_lease(world: World) -> None:
     status, body = await call_listener(url, token, "/tools/call",
                                        {"toolId": tool, "arguments": {}, "callId": "c2"})
     assert status == 200 and body["isError"] is True
-    for _ in range(300):
-        if world.manager.lease(lease_id) is None:
-            break
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(world.manager.drain(), 10)   # the disposal the 410 started
     assert world.manager.lease(lease_id) is None and world.manager.is_tombstoned(lease_id)
 
 
@@ -441,10 +445,7 @@ async def test_the_background_timer_renews_on_the_real_clock() -> None:
     p = w.payload()
     await manager.create(p)
     await manager.bind({"leaseId": p["leaseId"], "session": {"runtimeId": "rt-1"}})
-    for _ in range(500):
-        if len(w.plugin.binds()) >= 3:
-            break
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(w.plugin.wait_binds(3), 10)   # the timer re-binds on its own
     assert len(w.plugin.binds()) >= 3
     await manager.dispose_all()
     assert manager.active() == [] and len(w.plugin.unbinds()) == 1

@@ -26,9 +26,11 @@ class Relay:
         self.result: Any = {"ok": True}
         self.error: Exception | None = None
         self.gate: asyncio.Event | None = None
+        self.called = asyncio.Event()   # set by the first relayed call
 
     async def __call__(self, tool_id: str, arguments: dict[str, Any], call_id: str) -> Any:
         self.calls.append((tool_id, arguments, call_id))
+        self.called.set()
         if self.gate is not None:
             await self.gate.wait()
         if self.error is not None:
@@ -120,10 +122,8 @@ async def test_concurrent_repeats_share_one_relay(env: Env) -> None:
     call = {"toolId": env.tool_id("yaoyao_workspace_form_team"), "arguments": {},
             "callId": "same"}
     waiting = [asyncio.ensure_future(env.post("/tools/call", call)) for _ in range(5)]
-    for _ in range(200):
-        if env.relay.calls:
-            break
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(env.relay.called.wait(), 10)
+    await asyncio.wait_for(env.listener.calls.until_waiting("same", 5), 10)  # all 5 joined it
     env.relay.gate.set()
     answers = await asyncio.gather(*waiting)
     assert len(env.relay.calls) == 1 and all(a == answers[0] for a in answers)
@@ -246,10 +246,7 @@ async def test_close_answers_a_running_call_with_is_error() -> None:
         call = {"toolId": env.tool_id("yaoyao_workspace_form_team"), "arguments": {},
                 "callId": "slow"}
         pending = asyncio.ensure_future(env.post("/tools/call", call))
-        for _ in range(200):
-            if relay.calls:
-                break
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(relay.called.wait(), 10)
         await listener.close()
         status, body = await pending
         assert status == 200 and body["isError"] is True

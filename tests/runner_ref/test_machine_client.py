@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from runner_ref.control import ControlClient, features_header
 from runner_ref.errors import ServerError
+from runner_ref.machine_client import MachineClient, features_header
 
 RID = "0b3c9a9e-2f51-4a8e-9a43-5e8f8e2f6b1c"
 TOKEN = "tok-" + "x" * 40
@@ -40,7 +40,7 @@ async def server() -> AsyncIterator[tuple[str, list[web.Request], dict[str, Any]
 
 async def test_headers_poll_and_post(server: Any) -> None:
     url, seen, answer = server
-    c = ControlClient(url, RID, TOKEN, "inst-1", features_header(True))
+    c = MachineClient(url, RID, TOKEN, "inst-1", features_header(True))
     body = await c.poll(reset=True)
     assert body["epoch"] == "e1"
     req = seen[-1]
@@ -73,7 +73,7 @@ async def test_errors(server: Any, status: int, body: str, code: str, message: s
     url, _seen, answer = server
     answer.update(status=status, body=body,
                   headers={"Location": "http://evil.example/"} if status == 302 else {})
-    c = ControlClient(url, RID, TOKEN, "inst-1", features_header(True))
+    c = MachineClient(url, RID, TOKEN, "inst-1", features_header(True))
     with pytest.raises(ServerError) as info:
         await c.post("result", {"id": "a"})
     assert (info.value.code, info.value.message) == (code, message)
@@ -83,11 +83,11 @@ async def test_errors(server: Any, status: int, body: str, code: str, message: s
 async def test_malformed_poll_and_unreachable(server: Any) -> None:
     url, _seen, answer = server
     answer["body"] = '{"commands":[]}'
-    c = ControlClient(url, RID, TOKEN, "inst-1", features_header(True))
+    c = MachineClient(url, RID, TOKEN, "inst-1", features_header(True))
     with pytest.raises(ServerError):
         await c.poll(reset=False)
     await c.close()
-    dead = ControlClient("http://127.0.0.1:9", RID, TOKEN, "i", "x")
+    dead = MachineClient("http://127.0.0.1:9", RID, TOKEN, "i", "x")
     with pytest.raises(ServerError) as info:
         await dead.poll(reset=True)
     assert info.value.status == 0 and TOKEN not in str(info.value)
@@ -99,7 +99,7 @@ async def test_large_poll_read_whole(server: Any) -> None:
     url, _seen, answer = server
     cmd = {"id": "c1", "kind": "http", "payload": {"pad": "p" * 3_000_000}, "expiresAt": 1}
     answer["body"] = json.dumps({"epoch": "e1", "commands": [cmd] * 4})
-    c = ControlClient(url, RID, TOKEN, "inst-1", features_header(True))
+    c = MachineClient(url, RID, TOKEN, "inst-1", features_header(True))
     try:
         body = await c.poll(reset=False)
         assert body["commands"] == [cmd] * 4

@@ -18,7 +18,7 @@ from typing import Any
 
 import aiohttp
 
-from . import timings
+from . import codes, timings
 from .bodies import read_capped
 from .errors import ServerError
 
@@ -32,7 +32,7 @@ def features_header(browser_enabled: bool) -> str:
     return ",".join((*FEATURES_BASE, "managed-browser-disabled-v1", "credential-ref-v1"))
 
 
-class ControlClient:
+class MachineClient:
     """Requests to the machine API; raises :class:`ServerError` for every failure.
 
     Per-request work is kept small: one session, header dicts built once (per epoch for the
@@ -85,7 +85,7 @@ class ControlClient:
                                    timings.POLL_TIMEOUT)
         if not isinstance(body, dict) or not isinstance(body.get("epoch"), str) \
                 or not isinstance(body.get("commands", []), list):
-            raise ServerError(502, "runner_request_failed", "malformed poll response")
+            raise ServerError.of(codes.REQUEST_FAILED, message="malformed poll response")
         return body
 
     async def post(self, route: str, payload: dict[str, Any], epoch: str | None = None,
@@ -109,9 +109,9 @@ class ControlClient:
                 raw = await read_capped(resp, timings.RESPONSE_CAP)
                 status = resp.status
         except (TimeoutError, aiohttp.ClientError, OSError):
-            raise ServerError(0, "runner_request_failed", "control plane unreachable") from None
+            raise ServerError.of(codes.REQUEST_FAILED, status=0) from None
         if raw is None:
-            raise ServerError(status, "runner_request_failed", "response too large")
+            raise ServerError.of(codes.REQUEST_FAILED, status, "response too large")
         try:
             body = json.loads(raw) if raw else None
         except (ValueError, RecursionError):
@@ -121,7 +121,7 @@ class ControlClient:
         code = body.get("code") if isinstance(body, dict) else None
         message = body.get("error") if isinstance(body, dict) else None
         if not isinstance(code, str) or not code:
-            code = "runner_unauthorized" if status == 403 else "runner_request_failed"
+            code = (codes.UNAUTHORIZED if status == 403 else codes.REQUEST_FAILED).code
         if not isinstance(message, str) or not message:
             message = f"HTTP {status}"
         raise ServerError(status, code, message[: timings.SERVER_ERROR_CAP])

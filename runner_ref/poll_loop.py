@@ -26,25 +26,28 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import status, timings
+from . import codes, status, timings
 from .allowlists import require_profile
+from .codes import error_result
 from .config import RunnerConfig
-from .control import ControlClient, features_header
-from .errors import CommandError, ServerError, error_reply
+from .errors import CommandError, ServerError
 from .fingerprint import command_fingerprint
 from .gateway import Gateways
 from .hermes import HermesClient
 from .http_kind import run_http
 from .ledger import (
+    ADMISSION_GATES,
     CONFLICT,
     NOT_ADMITTED,
     UNCERTAIN,
-    Decision,
+    DeliveryDecision,
+    Gate,
     RetireCounter,
     deadline_ok,
     decide,
 )
 from .ledger_store import LedgerStore
+from .machine_client import MachineClient, features_header
 from .teamtools.leases import LeaseManager
 
 EXTENSION_KINDS = frozenset({
@@ -53,6 +56,7 @@ EXTENSION_KINDS = frozenset({
 })
 Reply = dict[str, Any]
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+GateCheck = Callable[[dict[str, Any], str], Awaitable[bool]]   # (command, epoch) → passes
 
 
 def result_body(cid: str, reply: Reply, encoded: str | None) -> bytes:
@@ -63,14 +67,14 @@ def result_body(cid: str, reply: Reply, encoded: str | None) -> bytes:
     return json.dumps({"id": cid, **reply}, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-class Agent:
+class PollLoop:
     """One runner process's protocol life."""
 
     def __init__(self, cfg: RunnerConfig, store: LedgerStore, instance_id: str,
                  stop: asyncio.Event | None = None) -> None:
         self.cfg = cfg
         self.store = store
-        self.control = ControlClient(cfg.server_url, cfg.runner_id, cfg.token, instance_id,
+        self.machine = MachineClient(cfg.server_url, cfg.runner_id, cfg.token, instance_id,
                                      features_header(cfg.browser_enabled))
         self.hermes = HermesClient(cfg.hermes_url, cfg.hermes_credentials)
         self.gateways = Gateways(self.hermes, cfg.allowed_profiles, self._post_event,
@@ -86,6 +90,9 @@ class Agent:
             "lease.bind": self.leases.bind,
             "lease.close": self.leases.close,
         }
+        #: one check per admission gate; :data:`runner_ref.ledger.ADMISSION_GATES` orders them
+        self.gate_checks: dict[Gate, GateCheck] = {
+            Gate.DEADLINE: self._deadline_gate, Gate.ADMIT: self._admit_gate}
         self._inflight: dict[str, tuple[str, asyncio.Future[Reply]]] = {}
         self._handling: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -147,25 +154,24 @@ class Agent:
                     reset = True
                     await self._disconnect_local()
             try:
-                body = await self._until_stopped(self.control.poll(reset))
+                body = await self._until_stopped(self.machine.poll(reset))
             except Exception as exc:  # noqa: BLE001 - any poll failure reconnects
                 if not isinstance(exc, ServerError):
-                    exc = ServerError(0, "runner_request_failed", "poll failed")
-                if exc.code == "runner_unauthorized":
+                    exc = ServerError.of(codes.REQUEST_FAILED, status=0, message="poll failed")
+                if exc.code == codes.UNAUTHORIZED.code:
                     status.emit(f"runner_unauthorized: {exc.message}")
                     return 1
                 self._status(exc.message if exc.status else status.RECONNECTING)
                 reset = True
                 await self._disconnect_local()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), timings.RECONNECT_DELAY)
+                await self.reconnect_wait(timings.RECONNECT_DELAY)
                 continue
             if body is None:  # stopped, or a reset was requested
                 continue
             epoch = body["epoch"]
-            if self.control.epoch is not None and epoch != self.control.epoch:
+            if self.machine.epoch is not None and epoch != self.machine.epoch:
                 await self._disconnect_local()
-            self.control.epoch = epoch
+            self.machine.epoch = epoch
             if reset:
                 reset = False
                 self._connected = True
@@ -173,6 +179,11 @@ class Agent:
             for cmd in body.get("commands", []):
                 self._spawn(cmd, epoch)
         return 0
+
+    async def reconnect_wait(self, delay: float) -> None:
+        """The pause after a failed poll: ``delay`` seconds, cut short by a stop."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), delay)
 
     async def _until_stopped(self, coro: Awaitable[dict[str, Any]]) -> dict[str, Any] | None:
         """The poll's answer; None if a stop or a reset request cut it short (they cancel the
@@ -185,7 +196,7 @@ class Agent:
             return await task
         except asyncio.CancelledError:
             if not self._poll_cut:
-                raise   # the agent itself is being cancelled
+                raise   # the poll loop itself is being cancelled
             return None
         finally:
             self._poll_task, self._poll_cut = None, False
@@ -202,7 +213,7 @@ class Agent:
             await asyncio.wait(set(self._tasks), timeout=timings.SHUTDOWN_DRAIN)
         for t in list(self._tasks):
             t.cancel()
-        await self.control.close()
+        await self.machine.close()
         await self.hermes.close()
 
     # -- commands ----------------------------------------------------------------------------
@@ -222,7 +233,7 @@ class Agent:
         try:
             reply, encoded = await self._handle(cmd, epoch)
             with contextlib.suppress(ServerError):
-                await self.control.post_encoded("result", result_body(cid, reply, encoded),
+                await self.machine.post_encoded("result", result_body(cid, reply, encoded),
                                                 epoch=epoch)
         finally:
             self._handling.discard(cid)
@@ -238,10 +249,10 @@ class Agent:
         try:
             fp = command_fingerprint(cmd)
         except (TypeError, ValueError, RecursionError):
-            return error_reply("runner_error", "command cannot be fingerprinted"), None
+            return error_result(codes.RUNNER_ERROR, "command cannot be fingerprinted"), None
         flight = self._inflight.get(cid)
         if flight is not None:
-            if decide(None, flight[0], fp) is Decision.CONFLICT:
+            if decide(None, flight[0], fp) is DeliveryDecision.CONFLICT:
                 return CONFLICT, None
             return await asyncio.shield(flight[1]), None
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
@@ -266,11 +277,11 @@ class Agent:
         except Exception:  # noqa: BLE001 - a ledger that cannot be used never runs anything
             return UNCERTAIN, None
         decision = decide(row, None, fp)
-        if decision is Decision.CONFLICT:
+        if decision is DeliveryDecision.CONFLICT:
             return CONFLICT, None
-        if decision is Decision.UNCERTAIN:
+        if decision is DeliveryDecision.UNCERTAIN:
             return UNCERTAIN, None
-        if decision is Decision.REPLAY:
+        if decision is DeliveryDecision.REPLAY:
             assert row is not None and row.result is not None
             try:
                 stored: Reply = json.loads(row.result)
@@ -286,18 +297,20 @@ class Agent:
         return reply, encoded
 
     async def _admit_and_execute(self, cmd: dict[str, Any], epoch: str) -> Reply:
-        expires_at = cmd.get("expiresAt")
-        if not deadline_ok(expires_at, timings.now_ms()):
-            return NOT_ADMITTED
-        try:
-            answer = await self.control.post("admit", {"id": cmd["id"]}, epoch=epoch)
-        except ServerError:
-            return NOT_ADMITTED
-        if not (isinstance(answer, dict) and answer.get("allowed") is True):
-            return NOT_ADMITTED
-        if not deadline_ok(expires_at, timings.now_ms()):
-            return NOT_ADMITTED
+        for gate in ADMISSION_GATES:
+            if not await self.gate_checks[gate](cmd, epoch):
+                return NOT_ADMITTED
         return await self.execute(cmd.get("kind"), cmd.get("payload"), epoch)
+
+    async def _deadline_gate(self, cmd: dict[str, Any], epoch: str) -> bool:
+        return deadline_ok(cmd.get("expiresAt"), timings.now_ms())
+
+    async def _admit_gate(self, cmd: dict[str, Any], epoch: str) -> bool:
+        try:
+            answer = await self.machine.post("admit", {"id": cmd["id"]}, epoch=epoch)
+        except ServerError:
+            return False
+        return isinstance(answer, dict) and answer.get("allowed") is True
 
     async def execute(self, kind: Any, payload: Any, epoch: str) -> Reply:
         """Run one admitted command; every failure becomes a coded error reply."""
@@ -305,22 +318,21 @@ class Agent:
             handler = self.kinds.get(kind) if isinstance(kind, str) else None
             if handler is None:
                 if kind in EXTENSION_KINDS:
-                    raise CommandError("runner_feature_unavailable",
-                                       "this runner does not provide that feature", 409)
-                raise CommandError("runner_command_unknown", "unknown command kind", 400)
-            if not self._connected or self.control.epoch != epoch:
-                raise CommandError("runner_error", "runner is disconnected", 400)
+                    raise CommandError.of(codes.FEATURE_UNAVAILABLE)
+                raise CommandError.of(codes.COMMAND_UNKNOWN)
+            if not self._connected or self.machine.epoch != epoch:
+                raise CommandError.of(codes.RUNNER_ERROR, "runner is disconnected")
             if not isinstance(payload, dict):
-                raise CommandError("runner_error", "payload must be an object", 400)
+                raise CommandError.of(codes.RUNNER_ERROR, "payload must be an object")
             return {"result": await handler(payload)}
         except CommandError as exc:
             return exc.to_result()
         except ServerError as exc:
-            return error_reply(exc.code, exc.message)
+            return error_result(exc.code, exc.message)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a non-coded failure is runner_error
-            return error_reply("runner_error", "command failed")
+            return error_result(codes.RUNNER_ERROR)
 
     # -- kind glue -------------------------------------------------------------------------
     async def _http(self, payload: dict[str, Any]) -> Any:
@@ -332,13 +344,13 @@ class Agent:
         return await self.leases.create(payload)
 
     async def _post_event(self, body: dict[str, Any]) -> Any:
-        return await self.control.post("event", body)
+        return await self.machine.post("event", body)
 
     async def _relay(self, lease_id: str, tool_id: str, arguments: dict[str, Any],
                      call_id: str) -> Any:
         long = tool_id.startswith(("managed_browser_", "credential_"))
-        answer = await self.control.post(
+        answer = await self.machine.post(
             "tool", {"leaseId": lease_id, "toolId": tool_id, "arguments": arguments,
                      "callId": call_id},
-            timeout=600.0 if long else None)
+            timeout=timings.TOOL_RELAY_LONG_TIMEOUT if long else None)
         return answer.get("result") if isinstance(answer, dict) else None

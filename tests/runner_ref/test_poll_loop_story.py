@@ -1,4 +1,4 @@
-"""A Hypothesis story over the agent's real ledger path (real SQLite, fake admit and Hermes):
+"""A Hypothesis story over the poll's real ledger path (real SQLite, fake admit and Hermes):
 deliveries, concurrent duplicates, conflicting replays, crashes between `started` and
 `complete`, restarts and the passing of hours. Promise: no command ever executes twice, a
 completed receipt is replayed unchanged until it retires, and everything else is a precise
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from runner_ref import timings
-from runner_ref.agent import Agent
 from runner_ref.config import parse_config
 from runner_ref.fingerprint import command_fingerprint
 from runner_ref.ledger_store import LedgerStore
+from runner_ref.poll_loop import PollLoop
 
 CFG = parse_config({
     "protocol": 1, "serverURL": "http://127.0.0.1:9", "token": "t" * 40,
@@ -32,7 +32,7 @@ VARIANTS = st.sampled_from(["p", "q"])
 class AgentLedgerStory(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.dir = tempfile.mkdtemp(prefix="agent-story-")
+        self.dir = tempfile.mkdtemp(prefix="poll-loop-story-")
         self.loop = asyncio.new_event_loop()
         self.now = 1_800_000_000_000
         self._real_now = timings.now_ms
@@ -42,13 +42,13 @@ class AgentLedgerStory(RuleBasedStateMachine):
         self.completed_at: dict[str, int] = {}
         self.crashed: set[str] = set()
         self.store = self.run(LedgerStore.open(f"{self.dir}/l.sqlite3"))
-        self.agent = self.make_agent()
+        self.poll = self.make_poll_loop()
 
     def run(self, coro: Any) -> Any:
         return self.loop.run_until_complete(coro)
 
-    def make_agent(self) -> Agent:
-        agent = Agent(CFG, self.store, "inst")
+    def make_poll_loop(self) -> PollLoop:
+        poll = PollLoop(CFG, self.store, "inst")
 
         async def admit(route: str, body: dict[str, Any], epoch: str | None = None,
                         timeout: float | None = None) -> Any:
@@ -60,11 +60,11 @@ class AgentLedgerStory(RuleBasedStateMachine):
             await asyncio.sleep(0)
             return {"ran": cid, "variant": payload["v"]}
 
-        agent.control.post = admit  # type: ignore[method-assign,assignment]
-        agent.kinds["http"] = http
-        agent.control.epoch = "e"
-        agent._connected = True
-        return agent
+        poll.machine.post = admit  # type: ignore[method-assign,assignment]
+        poll.kinds["http"] = http
+        poll.machine.epoch = "e"
+        poll._connected = True
+        return poll
 
     def command(self, cid: str, variant: str) -> dict[str, Any]:
         return {"id": cid, "kind": "http", "payload": {"cid": cid, "v": variant},
@@ -90,15 +90,15 @@ class AgentLedgerStory(RuleBasedStateMachine):
 
     @rule(cid=IDS, variant=VARIANTS)
     def deliver(self, cid: str, variant: str) -> None:
-        self.check(cid, variant, self.run(self.agent.handle(self.command(cid, variant), "e")))
+        self.check(cid, variant, self.run(self.poll.handle(self.command(cid, variant), "e")))
 
     @rule(cid=IDS, variant=VARIANTS)
     def deliver_twice_at_once(self, cid: str, variant: str) -> None:
         cmd = self.command(cid, variant)
 
         async def both() -> list[dict[str, Any]]:
-            return list(await asyncio.gather(self.agent.handle(dict(cmd), "e"),
-                                             self.agent.handle(dict(cmd), "e")))
+            return list(await asyncio.gather(self.poll.handle(dict(cmd), "e"),
+                                             self.poll.handle(dict(cmd), "e")))
         one, two = self.run(both())
         assert one == two
         self.check(cid, variant, one)
@@ -114,8 +114,8 @@ class AgentLedgerStory(RuleBasedStateMachine):
 
     @rule()
     def restart(self) -> None:
-        self.run(self.agent._retire_now())   # what a new process does at start-up
-        self.agent = self.make_agent()
+        self.run(self.poll._retire_now())   # what a new process does at start-up
+        self.poll = self.make_poll_loop()
 
     @rule(minutes=st.integers(1, 150))
     def time_passes(self, minutes: int) -> None:
@@ -132,8 +132,8 @@ class AgentLedgerStory(RuleBasedStateMachine):
     def teardown(self) -> None:
         timings.now_ms = self._real_now
         try:
-            self.run(self.agent.control.close())
-            self.run(self.agent.hermes.close())
+            self.run(self.poll.machine.close())
+            self.run(self.poll.hermes.close())
             self.run(self.store.close())
         finally:
             self.loop.close()
