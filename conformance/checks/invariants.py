@@ -16,6 +16,7 @@ Rules:
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -96,7 +97,10 @@ def _effects(facts: Iterable[Fact]) -> list[Fact]:
 
 
 def _epochs_between(facts: Sequence[Fact], lo: int, hi: int) -> list[Fact]:
-    return [f for f in facts if f.kind == "epoch" and lo < f.seq < hi]
+    """Epoch facts strictly between ``lo`` and ``hi`` (``facts`` sorted by seq)."""
+    start = bisect_right(facts, lo, key=lambda f: f.seq)
+    stop = bisect_left(facts, hi, key=lambda f: f.seq)
+    return [f for f in facts[start:stop] if f.kind == "epoch" and f.determinate]
 
 
 def _uniq(*facts: Fact) -> tuple[Fact, ...]:
@@ -240,26 +244,35 @@ def same_receipt(facts: Sequence[Fact]) -> Found:
 
 
 # -- 7 ------------------------------------------------------------------------------------------
-def _started_evidence(facts: Sequence[Fact], cid: str, kill: Fact) -> Fact | None:
+def _started_evidence(admits: dict[tuple[str, str | None], list[Fact]], cid: str,
+                      kill: Fact) -> Fact | None:
+    """What proves the killed instance had written the ``started`` row of ``cid``."""
     if kill.command_id == cid and kill.reason in STARTED_POINTS:
         return kill
-    for a in facts:
-        if a.kind == "admit" and a.command_id == cid and a.instance == kill.instance and a.seq < kill.seq:
-            return a
-    return None
+    return next((a for a in admits.get((cid, kill.instance), []) if a.seq < kill.seq), None)
 
 
 def started_not_rerun(facts: Sequence[Fact]) -> Found:
     kills = [f for f in facts if f.kind == "kill" and f.instance and f.determinate]
+    if not kills:
+        return None
     starts = [f for f in facts if f.kind == "start"]
+    admits: dict[tuple[str, str | None], list[Fact]] = defaultdict(list)
+    admitted_by: dict[str, set[str | None]] = defaultdict(set)
+    for f in facts:
+        if f.kind == "admit" and f.command_id is not None:
+            admits[(f.command_id, f.instance)].append(f)
+            admitted_by[f.command_id].add(f.instance)
     cands: list[Cand] = []
-    for cid, effs in _by_command(facts, "effect").items():
+    for cid, effs in _by_command(_effects(facts), "effect").items():
         for k in kills:
-            ev = _started_evidence(facts, cid, k)
+            if k.command_id != cid and k.instance not in admitted_by[cid]:
+                continue
+            ev = _started_evidence(admits, cid, k)
             if ev is None:
                 continue
             for e in effs:
-                if e.indeterminate or e.seq < k.seq:
+                if e.seq < k.seq:
                     continue
                 if e.instance is not None:
                     if e.instance != k.instance:
@@ -271,14 +284,14 @@ def started_not_rerun(facts: Sequence[Fact]) -> Found:
                         cands.append((e.seq, _uniq(ev, k, st[0], e),
                                       "executed again after the restart"))
                         break
-    for cid, rs in _by_command(facts, "result").items():
-        for k in kills:
-            if k.command_id != cid or k.reason not in UNSTORED_POINTS:
-                continue
-            for r in rs:
-                if r.seq > k.seq and r.determinate and r.instance != k.instance and r.code != UNCERTAIN:
-                    cands.append((r.seq, (k, r), f"answered {r.code or 'a result'}, not {UNCERTAIN}"))
-                    break
+    results = _by_command(facts, "result")
+    for k in kills:
+        if k.command_id is None or k.reason not in UNSTORED_POINTS:
+            continue
+        for r in results.get(k.command_id, []):
+            if r.seq > k.seq and r.determinate and r.instance != k.instance and r.code != UNCERTAIN:
+                cands.append((r.seq, (k, r), f"answered {r.code or 'a result'}, not {UNCERTAIN}"))
+                break
     return _first(cands)
 
 

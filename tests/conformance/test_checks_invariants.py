@@ -16,7 +16,7 @@ def d(seq: int, cid: str = "c1", inst: str = "i1", **kw: object) -> Fact:
     return fact(seq, "deliver", command_id=cid, instance=inst, epoch=kw.pop("epoch", "E1"), **kw)
 
 
-def a(seq: int, cid: str = "c1", inst: str = "i1", outcome: str = "granted", **kw: object) -> Fact:
+def a(seq: int, cid: str = "c1", inst: str = "i1", outcome: str | None = "granted", **kw: object) -> Fact:
     return fact(seq, "admit", command_id=cid, instance=inst, outcome=outcome,
                 epoch=kw.pop("epoch", "E1"), **kw)
 

@@ -211,7 +211,7 @@ INJECT: dict[str, Callable[[Run], None]] = {
     "INV-6": inj6, "INV-7": inj7, "INV-8": inj8, "INV-9": inj9,
 }
 
-histories = st.lists(st.sampled_from(STEPS), max_size=25)
+histories = st.lists(st.sampled_from(STEPS), max_size=20)
 
 
 def build(steps: list[str]) -> Run:
@@ -221,14 +221,14 @@ def build(steps: list[str]) -> Run:
     return run
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(histories)
 def test_valid_histories_have_no_violation(steps: list[str]) -> None:
     report = check(build(steps).facts)
     assert report.violations == [], "\n".join(render(v) for v in report.violations)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=180, deadline=None)
 @given(histories, st.sampled_from(sorted(INJECT)), histories)
 def test_an_injected_violation_is_found_with_a_minimal_witness(
         before: list[str], inv_id: str, after: list[str]) -> None:
