@@ -5,6 +5,8 @@
       #3  control-plane deliver  command=c1 op=http epoch=e1 instance=i1
       #9  hermes        effect   command=c1 op=file.read
       #14 hermes        effect   command=c1 op=file.read
+      steps:
+        state = Machine(); state.enqueue_http(); state.deliver_twice()
       seed: 1234
       replay: pytest conformance -k dedupe --hypothesis-seed=1234
 """
@@ -38,12 +40,17 @@ def fact_line(f: Fact) -> str:
     return " ".join(parts)
 
 
-def render(violation: Violation, *, seed: int | str | None = None, replay: str | None = None) -> str:
-    """The violation as text; ``seed`` and ``replay`` come from the caller."""
+def render(violation: Violation, *, seed: int | str | None = None, replay: str | None = None,
+           steps: str | None = None) -> str:
+    """The violation as text; ``seed``, ``replay`` and the shrunk ``steps`` (as runnable code)
+    come from the caller."""
     lines = [f"{violation.invariant_id} violated: {violation.sentence}"]
     if violation.note:
         lines.append(f"  {violation.note}")
     lines += ["  " + fact_line(f) for f in violation.witness]
+    if steps:
+        lines.append("  steps:")
+        lines += ["    " + ln for ln in steps.splitlines()]
     if seed is not None:
         lines.append(f"  seed: {seed}")
     if replay:
@@ -51,5 +58,7 @@ def render(violation: Violation, *, seed: int | str | None = None, replay: str |
     return "\n".join(lines)
 
 
-def render_all(violations: Iterable[Violation], **kw: int | str | None) -> str:
-    return "\n\n".join(render(v, **kw) for v in violations)  # type: ignore[arg-type]
+def render_all(violations: Iterable[Violation], *, seed: int | str | None = None,
+               replay: str | None = None, steps: str | None = None) -> str:
+    """Several violations, one block each."""
+    return "\n\n".join(render(v, seed=seed, replay=replay, steps=steps) for v in violations)

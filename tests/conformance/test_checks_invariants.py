@@ -8,7 +8,7 @@ import pytest
 from conformance.checks import INVARIANTS, check
 from conformance.checks.facts import Fact, fact
 from conformance.checks.invariants import BY_ID
-from conformance.checks.render import render
+from conformance.checks.render import render, render_all
 from conformance.checks.witness import is_minimal, minimise
 
 
@@ -187,6 +187,9 @@ def test_render_names_sentence_witness_seed_and_replay() -> None:
     assert [ln.split()[0] for ln in lines if ln.strip().startswith("#")] == ["#1", "#3", "#4"]
     assert "command=c1" in lines[2] and "op=http" in lines[2]
     assert lines[-2:] == ["  seed: 1234", "  replay: pytest conformance -k dedupe --hypothesis-seed=1234"]
+    with_steps = render(v, steps="m = M()\nm.deliver_twice()")
+    assert with_steps.splitlines()[-3:] == ["  steps:", "    m = M()", "    m.deliver_twice()"]
+    assert render_all([v, v]).count("INV-1 violated") == 2
 
 
 def test_fact_kind_and_source_are_checked() -> None:
