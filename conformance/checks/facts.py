@@ -39,6 +39,7 @@ KINDS: dict[str, tuple[Source, str]] = {
     "kill": ("harness", "the runner instance was killed (reason = the kill point)"),
     "start": ("harness", "a runner process started (instance when known)"),
     "server_restart": ("harness", "the control plane restarted"),
+    "held": ("harness", "a request reached a Hermes pause point (command_id or session_id)"),
     "retire": ("harness", "receipts completed before this fact may be retired (clock +1 h)"),
 }
 

@@ -12,6 +12,10 @@ Rules:
 - Effects count when they execute a command (kind ``effect`` joined to a ``command_id``);
   unjoined effects are reported apart (``Report.unjoined``), never guessed.
 - Scope: one runner per history; "same epoch" means no ``epoch`` fact in between.
+- "After" a revocation or a close is judged by the effect's seq; a request the harness held at a
+  Hermes pause point before the revocation (a ``held`` fact) was already inside Hermes, so its
+  late effect is not counted against the runner (invariants 3 and 8). Stop methods
+  (``STOP_METHODS``) may run after a revocation, never after a disable.
 """
 
 from __future__ import annotations
@@ -162,16 +166,28 @@ def admit_before(facts: Sequence[Fact]) -> Found:
 
 # -- 3 ------------------------------------------------------------------------------------------
 def _covers(r: Fact, e: Fact) -> bool:
-    if r.kind == "disable" or (r.reason in RUNNER_WIDE and not r.connection_id and not r.lease_id):
+    if r.kind == "disable":
+        return True
+    if e.method in STOP_METHODS:
+        return False  # stop methods run on a revoked channel (protocol §2.6, upstream test #24)
+    if r.reason in RUNNER_WIDE and not r.connection_id and not r.lease_id:
         return True
     if r.connection_id is not None and r.connection_id == e.connection_id:
-        return e.method not in STOP_METHODS
+        return True
     return r.lease_id is not None and r.lease_id == e.lease_id
+
+
+def _held_before(held: Sequence[Fact], e: Fact, seq: int) -> bool:
+    """A harness ``held`` fact says the request of ``e`` was already inside Hermes before ``seq``."""
+    return any(h.seq < seq and ((h.command_id is not None and h.command_id == e.command_id)
+                                or (h.session_id is not None and h.session_id == e.session_id))
+               for h in held)
 
 
 def no_effect_after_revoke(facts: Sequence[Fact]) -> Found:
     admits = _by_command(facts, "admit")
     revokes = [f for f in facts if f.kind in ("revoke", "disable") and f.determinate]
+    held = [f for f in facts if f.kind == "held"]
     cands: list[Cand] = []
     for e in _effects(facts):
         granted = [a for a in admits.get(e.command_id or "", [])
@@ -180,7 +196,7 @@ def no_effect_after_revoke(facts: Sequence[Fact]) -> Found:
             continue  # invariant 2's business
         a = granted[-1]
         for r in revokes:
-            if a.at_out < r.seq < e.seq and _covers(r, e):
+            if a.at_out < r.seq < e.seq and _covers(r, e) and not _held_before(held, e, r.seq):
                 cands.append((e.seq, (a, r, e), f"{r.kind} #{r.seq} came between admit and effect"))
                 break
     return _first(cands)
@@ -298,6 +314,7 @@ def started_not_rerun(facts: Sequence[Fact]) -> Found:
 # -- 8 ------------------------------------------------------------------------------------------
 def closed_stays_closed(facts: Sequence[Fact]) -> Found:
     closes = [f for f in facts if f.kind == "close" and f.determinate]
+    held = [f for f in facts if f.kind == "held"]
     cands: list[Cand] = []
     for f in facts:
         if f.indeterminate or f.kind not in ("effect", "event", "tool"):
@@ -307,7 +324,7 @@ def closed_stays_closed(facts: Sequence[Fact]) -> Found:
         if f.kind == "event" and f.op == "closed":
             continue
         for c in closes:
-            if c.seq >= f.seq:
+            if c.seq >= f.seq or (f.kind == "effect" and _held_before(held, f, c.seq)):
                 continue
             if (c.connection_id and c.connection_id == f.connection_id) or (
                     c.lease_id and c.lease_id == f.lease_id):
