@@ -12,9 +12,9 @@ Rules:
 - Effects count when they execute a command (kind ``effect`` joined to a ``command_id``);
   unjoined effects are reported apart (``Report.unjoined``), never guessed.
 - Scope: one runner per history; "same epoch" means no ``epoch`` fact in between.
-- "After" a revocation or a close is judged by the effect's seq; a request the harness held at a
-  Hermes pause point before the revocation (a ``held`` fact) was already inside Hermes, so its
-  late effect is not counted against the runner (invariants 3 and 8). Stop methods
+- "After" a revocation, a close or an epoch change is judged by the effect's seq; a request the
+  harness held at a Hermes pause point before it (a ``held`` fact) was already inside Hermes, so
+  its late effect is not counted against the runner (invariants 2, 3 and 8). Stop methods
   (``STOP_METHODS``) may run after a revocation, never after a disable.
 """
 
@@ -116,6 +116,13 @@ def _first(cands: Iterable[tuple[int, tuple[Fact, ...], str]]) -> Found:
     return None if best is None else (best[1], best[2])
 
 
+def _held_before(held: Sequence[Fact], e: Fact, seq: int) -> bool:
+    """A harness ``held`` fact says the request of ``e`` was already inside Hermes before ``seq``."""
+    return any(h.seq < seq and ((h.command_id is not None and h.command_id == e.command_id)
+                                or (h.session_id is not None and h.session_id == e.session_id))
+               for h in held)
+
+
 # -- 1 ------------------------------------------------------------------------------------------
 def one_effect(facts: Sequence[Fact]) -> Found:
     delivered = _by_command(facts, "deliver")
@@ -138,13 +145,19 @@ def one_effect(facts: Sequence[Fact]) -> Found:
 def admit_before(facts: Sequence[Fact]) -> Found:
     delivered = _by_command(facts, "deliver")
     admits = _by_command(facts, "admit")
+    held = [f for f in facts if f.kind == "held"]
+
+    def same_epoch(a: Fact, e: Fact) -> bool:
+        eps = _epochs_between(facts, a.at_out, e.seq)
+        return not eps or _held_before([h for h in held if h.seq > a.at_out], e, eps[0].seq)
+
     cands: list[Cand] = []
     for e in _effects(facts):
         cid = e.command_id
         assert cid is not None
         mine = admits.get(cid, [])
         ok = [a for a in mine if a.at_out < e.seq and (a.indeterminate or a.outcome == "granted")
-              and not _epochs_between(facts, a.at_out, e.seq)]
+              and same_epoch(a, e)]
         if ok:
             continue
         granted = [a for a in mine if a.determinate and a.outcome == "granted"]
@@ -157,7 +170,7 @@ def admit_before(facts: Sequence[Fact]) -> Found:
             cands.append((e.seq, (granted[0], e), f"admit #{granted[0].seq} was granted after the effect"))
         elif any(a.determinate for a in mine):
             a = next(a for a in mine if a.determinate)
-            cands.append((e.seq, (a, e), f"admit #{a.seq} was refused"))
+            cands.append((e.seq, (a, e), f"admit #{a.seq} was not granted"))
         elif not mine and delivered.get(cid):
             d = [d for d in delivered[cid] if d.seq < e.seq] or delivered[cid]
             cands.append((e.seq, (d[-1], e), "the runner never asked to admit it"))
@@ -175,13 +188,6 @@ def _covers(r: Fact, e: Fact) -> bool:
     if r.connection_id is not None and r.connection_id == e.connection_id:
         return True
     return r.lease_id is not None and r.lease_id == e.lease_id
-
-
-def _held_before(held: Sequence[Fact], e: Fact, seq: int) -> bool:
-    """A harness ``held`` fact says the request of ``e`` was already inside Hermes before ``seq``."""
-    return any(h.seq < seq and ((h.command_id is not None and h.command_id == e.command_id)
-                                or (h.session_id is not None and h.session_id == e.session_id))
-               for h in held)
 
 
 def no_effect_after_revoke(facts: Sequence[Fact]) -> Found:
