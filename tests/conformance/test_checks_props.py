@@ -129,6 +129,39 @@ class Run:
                  outcome="accepted", **self._ctx())
         self.done.append((cid, UNCERTAIN_BODY, "runner_command_uncertain"))
 
+    def held_revoke(self) -> None:
+        """A prompt held at a Hermes pause point while its channel is revoked: lands late, fine."""
+        owned = [(ch, ss[0]) for ch, ss in sorted(self.channels.items()) if ss]
+        if not owned:
+            return self.create()
+        ch, sid = owned[0]
+        cid = self.new_id()
+        self.add("deliver", command_id=cid, connection_id=ch, method="prompt.submit", **self._ctx())
+        self.add("admit", command_id=cid, outcome="granted", **self._ctx())
+        self.add("held", command_id=cid, session_id=sid)
+        self.add("revoke", connection_id=ch, reason="channel")
+        self.add("effect", command_id=cid, connection_id=ch, method="prompt.submit", profile="a",
+                 session_id=sid, instance=self.instance)
+        self.add("result", command_id=cid, connection_id=ch, body=f'{{"result":"{cid}"}}',
+                 outcome="accepted", **self._ctx())
+        self.done.append((cid, f'{{"result":"{cid}"}}', None))
+        del self.channels[ch]
+        self.closed.append(ch)
+
+    def stop_after_revoke(self) -> None:
+        """session.interrupt on a channel whose account authorization changed: allowed."""
+        owned = [(ch, ss[0]) for ch, ss in sorted(self.channels.items()) if ss]
+        if not owned:
+            return self.create()
+        ch, _ = owned[0]
+        cid = self.new_id()
+        self.add("deliver", command_id=cid, connection_id=ch, method="session.interrupt",
+                 **self._ctx())
+        self.add("admit", command_id=cid, outcome="granted", **self._ctx())
+        self.add("revoke", reason="account_authorization")
+        self.add("effect", command_id=cid, connection_id=ch, method="session.interrupt",
+                 profile="a", instance=self.instance)
+
     def revoke(self) -> None:
         if not self.channels:
             return self.open()
@@ -138,7 +171,8 @@ class Run:
         self.closed.append(ch)
 
 
-STEPS = ["http", "refused", "open", "create", "prompt", "close", "replay", "restart", "revoke"]
+STEPS = ["http", "refused", "open", "create", "prompt", "close", "replay", "restart", "revoke",
+         "held_revoke", "stop_after_revoke"]
 
 
 # injections: each appends one violation of one invariant ---------------------------------------
