@@ -1,0 +1,11 @@
+"""The history checker: recorded facts in, violations with minimal witnesses out (sans-IO).
+
+``facts`` is the fact model, ``translate`` maps the control plane's history and lifecycle log and
+the scripted Hermes' effect log into facts, ``invariants`` holds the invariants as data rows,
+``witness`` minimises and verifies witnesses, ``render`` prints a violation.
+"""
+
+from .facts import Fact
+from .invariants import INVARIANTS, Report, Violation, check
+
+__all__ = ["INVARIANTS", "Fact", "Report", "Violation", "check"]
