@@ -41,7 +41,7 @@ from .store import StoreError
 from .timings import Timings
 
 if TYPE_CHECKING:
-    from .control import ControlPlane
+    from .admin_deps import AdminDeps as ControlPlane
 
 # -- limits and names --------------------------------------------------------------------------
 

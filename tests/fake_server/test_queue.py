@@ -134,17 +134,35 @@ async def test_error_result_is_502_with_runner_code(cp: ControlPlane, client: Cl
     await client.post("result", {"id": hs[2].id, "error": {"message": "x" * 5000, "code": 7}})
     await client.post("result", {"id": hs[3].id, "error": {}})
     outs = [await h for h in hs]
+    # upstream: String(code ?? 'runner_error'), so a number code 7 reaches the caller as "7"
     assert [(o.status, o.code) for o in outs] == [
-        (502, "runner_http_forbidden"), (502, "runner_error"), (502, "runner_error"), (502, "runner_error")]
+        (502, "runner_http_forbidden"), (502, "runner_error"), (502, "7"), (502, "runner_error")]
     assert outs[0].message == "nope" and len(outs[2].message or "") == 1000
+
+
+async def test_result_error_leniency_is_upstreams(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    """Upstream validates no result schema (audit §2.6 rows 46/48): a string error is an error,
+    an empty code is kept, a falsy error is a success, the message is cut at 1000 UTF-16 units."""
+    await client.connect()
+    hs = [await cp.submit(reg.runner_id, "http", GET_STATUS) for _ in range(4)]
+    await client.poll()
+    await client.post("result", {"id": hs[0].id, "error": "x"})
+    await client.post("result", {"id": hs[1].id, "error": {"message": "m", "code": ""}})
+    await client.post("result", {"id": hs[2].id, "error": 0, "result": {"status": 204}})
+    await client.post("result", {"id": hs[3].id, "error": {"message": "\U0001F600" * 1000}})
+    outs = [await h for h in hs]
+    assert [(o.status, o.code) for o in outs[:2]] == [(502, "runner_error"), (502, "")]
+    assert outs[2].ok and outs[2].result == {"status": 204}
+    assert len(outs[3].message or "") == 500  # 1000 UTF-16 units = 500 emoji
 
 
 async def test_result_bad_shapes(client: Client) -> None:
     await client.connect()
     assert (await client.post("result", {"id": "unknown", "result": 1})) == (200, {"ok": True})
-    assert (await client.post("result", {"result": 1}))[0] == 400
-    assert (await client.post("result", {"id": 5}))[1]["code"] == "invalid_workspace_request"
-    assert (await client.post("result", {"id": "x", "error": "str"}))[0] == 400
+    # upstream has no result schema: ill-typed ids are unknown ids, ignored with {ok:true}
+    assert (await client.post("result", {"result": 1})) == (200, {"ok": True})
+    assert (await client.post("result", {"id": 5})) == (200, {"ok": True})
+    assert (await client.post("result", {"id": "x", "error": "str"})) == (200, {"ok": True})
     assert (await client.post("admit", {}))[1] == {"allowed": False}
     assert (await client.post("admit", {"id": ["x"]}))[1] == {"allowed": False}
 
