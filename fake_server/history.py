@@ -6,7 +6,7 @@ Rules:
 - The join keys ``command_id``, ``connection_id``, ``lease_id``, ``call_id`` are parsed once,
   from the request body (admit/result: ``id``), when it is read.
 - ``await history.wait_for(predicate, timeout=…)`` returns the first exchange, kept or future,
-  that satisfies the predicate; it is re-asked on receipt and on answer.
+  that satisfies the predicate; it is re-asked on receipt, when the body is read, and on answer.
 """
 
 from __future__ import annotations
@@ -113,6 +113,11 @@ class History:
         self._entries.append(ex)
         self._waiters.notify(ex)
         return ex
+
+    def body_read(self, ex: Exchange, body: Any) -> None:
+        """The request body is parsed: keep it and its join keys, and wake waiters."""
+        ex.set_request_body(body)
+        self._waiters.notify(ex)
 
     def finish(self, ex: Exchange) -> None:
         """The answer is made (or the request dropped): take ``seq_out`` and wake waiters."""

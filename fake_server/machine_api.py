@@ -183,7 +183,7 @@ async def _handle(
     if refusal is not None:
         return _answer(deps, ex, runner_id, refusal.status, error_body(refusal.code, refusal.message))
     assert parsed is not None  # check_body gives one of the two
-    ex.set_request_body(parsed)
+    deps.history.body_read(ex, parsed)
     targets = (ex.command_id, ex.connection_id, ex.lease_id, ex.call_id)
     faulted = await _apply_fault(deps, request, ex, runner_id, route, targets)
     if faulted is not None:

@@ -30,7 +30,7 @@ from .handles import Channel, Lease
 from .history import History
 from .http_errors import JsonErrorAppRunner
 from .hub import Hub
-from .hub_state import Slot
+from .hub_state import Slot, Waiter
 from .lifecycle_log import LifecycleLog
 from .machine_api import MachineDeps, setup_machine
 from .registration import Registration
@@ -252,16 +252,17 @@ class ControlPlane(Verbs):
             runner_id, lambda s: s.online and s.online.epoch != old and s.online.epoch, timeout)
         return epoch
 
-    def held_poll(self, runner_id: str) -> object | None:
+    def held_poll(self, runner_id: str) -> Waiter | None:
         """A token for the poll the hub holds for the runner now (None: none is held)."""
         s = self.hub.slots.get(runner_id)
         return s.waiter if s else None
 
-    async def poll_held(self, runner_id: str, *, other_than: object | None = None, timeout: float = 10.0) -> object:
+    async def poll_held(self, runner_id: str, *, other_than: Waiter | None = None, timeout: float = 10.0) -> Waiter:
         """Wait until the hub holds a poll for the runner (one other than ``other_than``)."""
-        return await self._until(
+        held: Waiter = await self._until(
             runner_id, lambda s: s.waiter if s.waiter is not None and s.waiter is not other_than else None,
             timeout)
+        return held
 
     async def poll_released(self, runner_id: str, timeout: float = 10.0) -> None:
         """Wait until no poll is held for the runner."""
@@ -286,6 +287,11 @@ class ControlPlane(Verbs):
         """The runner's commands that have not ended, in queue order."""
         s = self.hub.slots.get(runner_id)
         return list(s.queue.values()) if s else []
+
+    def queued_bytes(self, runner_id: str) -> int:
+        """Sum of the wire sizes of the runner's commands that have not ended."""
+        s = self.hub.slots.get(runner_id)
+        return s.queued_bytes if s else 0
 
     def features(self, runner_id: str) -> list[str]:
         """The live features of the runner's online state ([] offline; upstream scope)."""

@@ -12,8 +12,7 @@ import aiohttp
 import pytest
 from fake_server_client import Client
 
-from fake_server import ControlPlane
-from fake_server.control import Registration
+from fake_server import ControlPlane, Registration
 
 
 async def _raw(http: aiohttp.ClientSession, method: str, url: str, *, headers: dict[str, str] | None = None,
