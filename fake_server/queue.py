@@ -5,7 +5,8 @@ Rules:
 - Enqueue refusals are ``validity.ENQUEUE_RULES``; a refusal is recorded (``enqueue_refused``
   with its reason) and raises ``CommandRefused``. The runner is online for enqueue while its
   online state exists (upstream queues until the watchdog drops the state).
-- Deadlines: 30 s; ``lease.bind`` 70 s; the memory-extract path 120 s (``DEADLINES``).
+- Deadlines: 30 s; ``lease.bind`` 70 s; the memory-extract path (exactly, as upstream's ``===``)
+  120 s.
 - A poll answers at once when it creates a state or something is due; otherwise it is held
   until a command is queued, a redelivery falls due, the hold passes, the client goes, or a
   newer poll arrives (which ends the older with an empty batch).
@@ -54,7 +55,7 @@ class QueueMixin:
     def default_deadline(self, kind: str, payload: dict[str, Any]) -> float:
         if kind == "lease.bind":
             return self.timings.bind_deadline
-        if kind == "http" and str(payload.get("path", "")).startswith(EXTRACT_PATH):
+        if kind == "http" and payload.get("path") == EXTRACT_PATH:
             return self.timings.extract_deadline
         return self.timings.command_deadline
 
