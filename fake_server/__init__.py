@@ -4,17 +4,23 @@
 docs/harness-api.md. This package shares no code with ``runner_ref``.
 """
 
+from .admin_deps import AdminDeps
 from .clock import Clock, ManualClock, SystemClock
-from .commands import Outcome
-from .control import CommandFailed, ControlPlane, Registration
 from .faults import Faults
+from .handles import Channel, Command, CommandRefused, Lease, ToolError
 from .history import Exchange, History
-from .hub import Channel, Command, Lease, ToolError
+from .lifecycle import Outcome, State, Step
+from .lifecycle_log import Fact, LifecycleLog
+from .machine_api import MachineDeps
+from .plane import ControlPlane
+from .registration import Registration
 from .store import AccountRecord, RunnerRecord, SourceRecord, Store, StoreError
-from .timings import Limits, Timings
+from .timings import Extras, Limits, Timings
+from .verbs import CommandFailed
 
 __all__ = [
-    "AccountRecord", "Channel", "Clock", "Command", "CommandFailed", "ControlPlane", "Exchange",
-    "Faults", "History", "Lease", "Limits", "ManualClock", "Outcome", "Registration",
-    "RunnerRecord", "SourceRecord", "Store", "StoreError", "SystemClock", "Timings", "ToolError",
+    "AccountRecord", "AdminDeps", "Channel", "Clock", "Command", "CommandFailed", "CommandRefused",
+    "ControlPlane", "Exchange", "Extras", "Fact", "Faults", "History", "Lease", "LifecycleLog", "Limits",
+    "MachineDeps", "ManualClock", "Outcome", "Registration", "RunnerRecord", "SourceRecord", "State",
+    "Step", "Store", "StoreError", "SystemClock", "Timings", "ToolError",
 ]

@@ -17,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from .control import ControlPlane
+from .plane import ControlPlane
 from .timings import Timings
 
 

@@ -155,7 +155,7 @@ async def _read_body(request: web.Request) -> tuple[Any, str | None]:
 
 
 def _own_origins(request: web.Request, deps: AdminDeps) -> frozenset[str]:
-    return frozenset({f"{request.scheme}://{request.host}", deps.own_origin()})
+    return frozenset({f"{request.scheme}://{request.host}", deps.own_origin})
 
 
 @dataclass
@@ -311,7 +311,7 @@ async def session_info(request: web.Request) -> web.Response:
 async def list_runners(request: web.Request) -> web.Response:
     await _gate(request, READ_GATES)
     deps = request.app[ADMIN_STATE].deps
-    runners = [r.summary(online=deps.is_online(r.id)) for r in await deps.store.list_runners()]
+    runners = [r.summary(online=deps.is_online(r.id), features=deps.features(r.id)) for r in await deps.store.list_runners()]
     sources = [
         {"id": s.id, "name": s.name}
         for s in await deps.store.list_sources()

@@ -1,8 +1,7 @@
-"""What the admin API needs from the control plane, and nothing more (no facade import).
+"""``AdminDeps``: what the admin API reads, handed to ``setup_admin(app, deps)`` (no façade).
 
-The control plane builds one ``AdminDeps`` per app (a restart builds a new app, so ``store`` is
-the store of that run); ``own_origin`` is read per request because the port is known only once
-the socket is bound.
+One hub lifetime's concrete objects (rebuilt with the app on every restart), so the admin
+handlers import nothing of the control plane.
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from .clock import Clock
+from .history import History
 from .store import Store
 from .timings import Timings
 
@@ -19,7 +19,13 @@ from .timings import Timings
 class AdminDeps:
     store: Store
     clock: Clock
-    own_origin: Callable[[], str]  # e.g. "http://127.0.0.1:8123"
-    is_online: Callable[[str], bool]  # runner id → online now
-    disable_runner: Callable[[str], Awaitable[bool]]  # record kept, hub disconnect at once
+    url: str  # the control plane's own origin, ``http://host:port``
+    is_online: Callable[[str], bool]
+    disable_runner: Callable[[str], Awaitable[bool]]
     timings: Timings
+    history: History
+    features: Callable[[str], list[str]]  # the live online state's features ([] offline)
+
+    @property
+    def own_origin(self) -> str:
+        return self.url

@@ -62,6 +62,7 @@ class ManualClock:
         self._now = time.time() if start is None else start
         self._heap: list[tuple[float, int, _ManualTimer]] = []
         self._seq = itertools.count()
+        self._armed = asyncio.Event()
 
     def now(self) -> float:
         return self._now
@@ -72,7 +73,15 @@ class ManualClock:
     def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
         timer = _ManualTimer(when, callback)
         heapq.heappush(self._heap, (when, next(self._seq), timer))
+        self._armed.set()
+        self._armed = asyncio.Event()
         return timer
+
+    async def wait_pending(self, when: float, timeout: float = 10.0) -> None:
+        """Wait until a timer due at ``when`` is armed (tests: "the handler sleeps on the clock")."""
+        async with asyncio.timeout(timeout):
+            while when not in self.pending():
+                await self._armed.wait()
 
     def pending(self) -> list[float]:
         """Due times of the timers still armed, soonest first (tests wait on these)."""

@@ -33,6 +33,22 @@ def _table(*rows: Code) -> dict[str, Code]:
 # Rows are added per area; keep each area's rows together.
 CODES: dict[str, Code] = _table(
     # --- machine API, hub, relay (lifecycle) ---
+    Code("runner_offline", 503, "runner offline"),
+    Code("runner_command_uncertain", 504, "runner command outcome uncertain"),
+    Code("runner_command_not_admitted", 409, "channel closed"),
+    Code("runner_error", 502, "runner error"),
+    Code("runner_authorization_revoked", 403, "authorization revoked"),
+    Code("runner_busy", 429, "runner busy"),
+    Code("runner_connection_closed", 410, "runner connection closed"),
+    Code("runner_lease_expired", 410, "runner lease expired"),
+    Code("team_tool_not_found", 404, "tool not found"),
+    Code("team_tool_failed", 502, "tool failed"),
+    Code("service_unavailable", 503, "injected failure"),
+    Code("service_stopping", 503, "control plane stopping or restarting"),
+    Code("compose_desktop_forbidden", 403, "compose desktop not allowed"),
+    Code("execution_grant_revoked", 403, "execution grant revoked"),
+    Code("request_header_too_large", 431, "request line or header too large"),
+    Code("bad_request", 400, "malformed HTTP request"),
     # --- gates, admin, artifacts ---
     # machine-API gates (§2.3), in gate order
     Code("invalid_host", 421, "invalid host"),

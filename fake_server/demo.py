@@ -13,7 +13,7 @@ import uuid
 
 import aiohttp
 
-from .control import ControlPlane
+from .plane import ControlPlane
 from .timings import Timings
 
 

@@ -1,4 +1,14 @@
-"""Fault controls the harness arms on the machine API (applied before any gate runs)."""
+"""Fault controls the harness arms on the machine API (the harness's simulated network).
+
+Rules:
+- A fault is armed for a route (``"*"``: every route) and ``n`` requests: ``fail`` answers
+  ``status``/``code``, ``drop`` aborts the connection without an answer, ``delay`` sleeps on
+  the control-plane clock first. Route faults apply before any gate runs.
+- A fault with a ``target`` (a command id, connection id, lease id or call id) applies only to
+  a request whose body names it, once that body is read (after the gates): "fail the next
+  ``result`` of command X".
+- ``duplicate_deliveries`` delivers the next ``n`` commands twice (same batch, or next poll).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +23,7 @@ class Fault:
     status: int = 503
     code: str = "service_unavailable"
     seconds: float = 0.0
+    target: str | None = None
 
 
 @dataclass
@@ -22,16 +33,16 @@ class Faults:
     armed: dict[str, list[Fault]] = field(default_factory=dict)
     duplicates_batch: int = 0
     duplicates_next_poll: int = 0
-    _expire: Any = None  # set by the ControlPlane: callable(handle) -> None
 
-    def fail_next(self, route: str, n: int = 1, status: int = 503, code: str = "service_unavailable") -> None:
-        self.armed.setdefault(route, []).append(Fault("fail", n, status=status, code=code))
+    def fail_next(self, route: str, n: int = 1, status: int = 503, code: str = "service_unavailable",
+                  *, target: str | None = None) -> None:
+        self.armed.setdefault(route, []).append(Fault("fail", n, status=status, code=code, target=target))
 
-    def drop_next(self, route: str, n: int = 1) -> None:
-        self.armed.setdefault(route, []).append(Fault("drop", n))
+    def drop_next(self, route: str, n: int = 1, *, target: str | None = None) -> None:
+        self.armed.setdefault(route, []).append(Fault("drop", n, target=target))
 
-    def delay_next(self, route: str, n: int = 1, seconds: float = 1.0) -> None:
-        self.armed.setdefault(route, []).append(Fault("delay", n, seconds=seconds))
+    def delay_next(self, route: str, n: int = 1, seconds: float = 1.0, *, target: str | None = None) -> None:
+        self.armed.setdefault(route, []).append(Fault("delay", n, seconds=seconds, target=target))
 
     def duplicate_deliveries(self, n: int = 1, *, mode: str = "batch") -> None:
         """Deliver the next ``n`` commands twice: in the same batch, or again on the next poll."""
@@ -43,25 +54,32 @@ class Faults:
             raise ValueError("mode must be 'batch' or 'next_poll'")
 
     def expire_now(self, handle: Any) -> None:
-        """End a queued command by its deadline now (caller gets 504 runner_command_uncertain)."""
-        if self._expire is not None:
-            self._expire(handle)
+        """End a queued command by its deadline now (kept for old callers: ``handle.expire()``)."""
+        handle.expire()
 
     def clear(self) -> None:
         self.armed.clear()
         self.duplicates_batch = self.duplicates_next_poll = 0
 
-    def take(self, route: str) -> Fault | None:
-        """Consume one armed fault for ``route`` (specific route first, then ``"*"``)."""
+    def take(self, route: str, targets: tuple[str | None, ...] | None = None) -> Fault | None:
+        """Consume one armed fault for ``route`` (specific route first, then ``"*"``).
+
+        ``targets`` None: untargeted faults only (before the gates); else targeted faults whose
+        target is among ``targets`` (after the body is read)."""
         for key in (route, "*"):
             queue = self.armed.get(key)
-            while queue:
-                fault = queue[0]
+            if not queue:
+                continue
+            for fault in list(queue):
                 if fault.remaining <= 0:
-                    queue.pop(0)
+                    queue.remove(fault)
+                    continue
+                if targets is None and fault.target is not None:
+                    continue
+                if targets is not None and (fault.target is None or fault.target not in targets):
                     continue
                 fault.remaining -= 1
                 if fault.remaining <= 0:
-                    queue.pop(0)
+                    queue.remove(fault)
                 return fault
         return None

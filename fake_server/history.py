@@ -1,12 +1,24 @@
-"""The history: every machine-API exchange, in arrival order, readable by tests."""
+"""The history: every machine-API exchange, in arrival order, readable and awaitable by tests.
+
+Rules:
+- ``seq`` is taken from the shared sequence at request receipt, ``seq_out`` when the answer is
+  made; one counter can be shared with the lifecycle log and the scripted Hermes' effect log.
+- The join keys ``command_id``, ``connection_id``, ``lease_id``, ``call_id`` are parsed once,
+  from the request body (admit/result: ``id``), when it is read.
+- ``await history.wait_for(predicate, timeout=…)`` returns the first exchange, kept or future,
+  that satisfies the predicate; it is re-asked on receipt, when the body is read, and on answer.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, overload
+
+from .waiting import Waiters
 
 
 def digest(raw: bytes | None) -> str | None:
@@ -34,6 +46,31 @@ class Exchange:
     response_body: Any = None
     end_time: float | None = None
     fault: str | None = None
+    seq_out: int | None = None
+    command_id: str | None = None
+    connection_id: str | None = None
+    lease_id: str | None = None
+    call_id: str | None = None
+
+    def set_request_body(self, body: Any) -> None:
+        """Keep the parsed body and its join keys (parsed once, here)."""
+        self.request_body = body
+        if not isinstance(body, dict):
+            return
+
+        def text(key: str) -> str | None:
+            v = body.get(key)
+            return v if isinstance(v, str) else None
+
+        if self.route in ("admit", "result"):
+            self.command_id = text("id")
+        self.connection_id = text("connectionId")
+        self.lease_id = text("leaseId")
+        self.call_id = text("callId")
+
+    @property
+    def answered(self) -> bool:
+        return self.seq_out is not None
 
     @property
     def commands(self) -> list[dict[str, Any]]:
@@ -53,13 +90,15 @@ class History:
     the newest ``max_entries`` (``dropped`` counts the evicted ones) for long benchmark runs.
     """
 
-    def __init__(self, max_entries: int | None = None) -> None:
+    def __init__(self, max_entries: int | None = None, sequence: Callable[[], int] | None = None) -> None:
         if max_entries is not None and max_entries < 1:
             raise ValueError("max_entries must be at least 1 (or None for no cap)")
         self.max_entries = max_entries
+        self.sequence = sequence or itertools.count(1).__next__
         self._entries: deque[Exchange] = deque(maxlen=max_entries)
         self._seq = 0
         self.dropped = 0
+        self._waiters: Waiters[Exchange] = Waiters()
 
     @property
     def entries(self) -> list[Exchange]:
@@ -67,12 +106,36 @@ class History:
         return list(self._entries)
 
     def begin(self, **kw: Any) -> Exchange:
-        self._seq += 1
+        self._seq = self.sequence()
         ex = Exchange(seq=self._seq, **kw)
         if self.max_entries is not None and len(self._entries) == self.max_entries:
             self.dropped += 1
         self._entries.append(ex)
+        self._waiters.notify(ex)
         return ex
+
+    def body_read(self, ex: Exchange, body: Any) -> None:
+        """The request body is parsed: keep it and its join keys, and wake waiters."""
+        ex.set_request_body(body)
+        self._waiters.notify(ex)
+
+    def finish(self, ex: Exchange) -> None:
+        """The answer is made (or the request dropped): take ``seq_out`` and wake waiters."""
+        if ex.seq_out is None:
+            ex.seq_out = self.sequence()
+        self._waiters.notify(ex)
+
+    async def wait_for(
+        self, predicate: Callable[[Exchange], bool], timeout: float | None = 10.0, *, after_seq: int = 0
+    ) -> Exchange:
+        """The first exchange with ``seq`` > ``after_seq`` satisfying ``predicate`` (kept or future).
+
+        Predicates usually test ``ex.answered`` too: an exchange is offered on receipt and again
+        when answered."""
+        return await self._waiters.wait_for(
+            (ex for ex in list(self._entries) if ex.seq > after_seq),
+            lambda ex: ex.seq > after_seq and predicate(ex), timeout,
+        )
 
     def __iter__(self) -> Iterator[Exchange]:
         return iter(list(self._entries))

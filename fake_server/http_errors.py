@@ -8,11 +8,13 @@ Rules:
 - The answer is ``{"error","code"}`` with ``Cache-Control: no-store``, and its text is fixed:
   aiohttp's own page echoes the offending bytes (which may hold a token), ours never does.
 - The connection is closed afterwards, as aiohttp does; the log line carries no request bytes.
+- aiohttp has no public hook for answers to unparseable requests: this module overrides
+  ``RequestHandler.handle_error`` and ``AppRunner._make_server``. pyproject pins ``aiohttp<4``
+  and tests/fake_server/test_no_store.py's malformed-HTTP cases are the tripwire for a change.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 
 from aiohttp import web
@@ -20,26 +22,19 @@ from aiohttp.http_exceptions import LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
+from .codes import NO_STORE, error_body
+
 log = logging.getLogger("fake_server.http")
 
-_ANSWERS = {
-    431: ("request_header_too_large", "request line or header too large"),
-    400: ("bad_request", "malformed HTTP request"),
-    500: ("internal_error", "internal error"),
-}
+_ANSWERS = {431: "request_header_too_large", 400: "bad_request", 500: "internal_error"}
 
 
 def error_answer(status: int, exc: BaseException | None) -> web.Response:
     """The JSON answer for a request aiohttp could not parse or serve."""
     if isinstance(exc, LineTooLong):
         status = 431
-    code, text = _ANSWERS.get(status, _ANSWERS[400] if status < 500 else _ANSWERS[500])
-    resp = web.Response(
-        status=status,
-        body=json.dumps({"error": text, "code": code}).encode(),
-        content_type="application/json",
-        headers={"Cache-Control": "no-store"},
-    )
+    code = _ANSWERS.get(status, _ANSWERS[400] if status < 500 else _ANSWERS[500])
+    resp = web.json_response(error_body(code), status=status, headers=NO_STORE)
     resp.force_close()
     return resp
 

@@ -93,8 +93,12 @@ class RunnerRecord:
     token_hash: str
     source_owner: str
 
-    def summary(self, *, online: bool) -> dict[str, Any]:
-        """The admin summary; never carries ``tokenHash`` or ``sourceOwner``."""
+    def summary(self, *, online: bool, features: Sequence[str] | None = None) -> dict[str, Any]:
+        """The admin summary; never carries ``tokenHash`` or ``sourceOwner``.
+
+        ``features`` is the live online state's list (upstream ``online?.features ?? []``); when
+        not given, the list last stored for the current online state, and ``[]`` offline."""
+        live = list(features) if features is not None else (list(self.features) if online else [])
         return {
             "id": self.id,
             "name": self.name,
@@ -102,7 +106,7 @@ class RunnerRecord:
             "allowedProfiles": list(self.allowed_profiles),
             "enabled": self.enabled,
             "createdAt": self.created_at,
-            "features": list(self.features),
+            "features": live,
             "online": online,
         }
 

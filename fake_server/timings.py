@@ -34,10 +34,19 @@ class Limits:
     desktop_body: int = 40 * MIB
     retired_instances: int = 256
     tool_calls_per_lease: int = 128
-    channels_per_runner: int = 64
-    leases_per_runner: int = 64
+    # Harness extras (upstream has no server-side cap, the 65th reaches the runner): a number
+    # refuses the next channel/lease at the caller with 429 runner_busy. Off (None) by default.
+    channels_per_runner: int | None = None
+    leases_per_runner: int | None = None
     artifact_size: int = 25 * MIB
     artifact_chunk: int = 1 * MIB
     artifacts_per_channel: int = 8
     artifact_unfinished: int = 64 * MIB
     result_error_text: int = 1000
+
+
+@dataclass(frozen=True)
+class Extras:
+    """Harness behaviours upstream lacks; every one is off by default (docs/harness-api.md)."""
+
+    admit_checks_profile: bool = False  # admit re-checks the command's profile (upstream: no)

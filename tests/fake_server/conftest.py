@@ -14,8 +14,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_server_client import Client  # noqa: E402
 
-from fake_server import ControlPlane, ManualClock, Timings  # noqa: E402
-from fake_server.control import Registration  # noqa: E402
+from fake_server import (  # noqa: E402
+    ControlPlane,
+    ManualClock,
+    Registration,  # noqa: E402
+    Timings,
+)
 
 FAST = Timings(poll_hold=15.0, redelivery=5.0, watchdog_tick=5.0, offline_after=35.0)
 

@@ -125,11 +125,3 @@ class AutoRunner:
             out = self.handler(cmd)
             reply = await out if asyncio.iscoroutine(out) else out  # type: ignore[assignment]
         await self.client.post("result", {"id": cmd["id"], **reply})
-
-
-
-async def until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Wait for a condition by yielding to the loop, bounded (no sleeps for time to pass)."""
-    async with asyncio.timeout(timeout):
-        while not cond():
-            await asyncio.sleep(0.005)

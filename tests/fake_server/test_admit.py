@@ -7,10 +7,11 @@ import base64
 import json
 from typing import Any
 
+import aiohttp
+from conftest import FAST
 from fake_server_client import AutoRunner, Client
 
-from fake_server import CommandFailed, ControlPlane
-from fake_server.control import Registration
+from fake_server import CommandFailed, ControlPlane, Extras, ManualClock, Registration
 
 STATUS = {"path": "/api/status", "method": "GET"}
 
@@ -68,16 +69,35 @@ async def test_source_profiles_restrict(cp: ControlPlane, client: Client) -> Non
     assert out.code == "runner_profile_forbidden"
 
 
-async def test_profile_change_after_enqueue(cp: ControlPlane, client: Client, reg: Registration) -> None:
+async def test_profile_change_after_enqueue_opt_in(
+    clock: ManualClock, http: aiohttp.ClientSession
+) -> None:
+    """Harness extra (off by default): admit re-checks the command's profile."""
+    async with ControlPlane(timings=FAST, clock=clock, extras=Extras(admit_checks_profile=True)) as cp:
+        reg = await cp.register_runner(name="r1", allowed_profiles=["default", "work"])
+        client = Client(http, cp.url, reg.runner_id, reg.token)
+        await cp.create_account("alice", ["default", "work"])
+        await client.connect()
+        h1 = await cp.submit(reg.runner_id, "http", {**STATUS, "search": "?profile=work"}, account="alice")
+        h2 = await cp.submit(reg.runner_id, "http", {**STATUS, "search": "?profile=default"}, account="alice")
+        await deliver(client)
+        await cp.set_account_profiles("alice", ["default"])
+        assert not await admit(client, h1.id)
+        await cp.set_runner_profiles(reg.runner_id, ["work"])
+        assert not await admit(client, h2.id)
+        assert h1.admit_reasons == ["profile not effective"] == h2.admit_reasons
+
+
+async def test_profile_change_after_enqueue_upstream(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    """Upstream's admit closures do not re-check the command's profile: a profile removed after
+    enqueue still admits (audit §2.6 row 42)."""
     await cp.create_account("alice", ["default", "work"])
     await client.connect()
     h1 = await cp.submit(reg.runner_id, "http", {**STATUS, "search": "?profile=work"}, account="alice")
-    h2 = await cp.submit(reg.runner_id, "http", {**STATUS, "search": "?profile=default"}, account="alice")
     await deliver(client)
     await cp.set_account_profiles("alice", ["default"])
-    assert not await admit(client, h1.id)
-    await cp.set_runner_profiles(reg.runner_id, ["work"])
-    assert not await admit(client, h2.id)
+    assert await admit(client, h1.id)
+    assert cp.lifecycle.kinds(h1.id) == ["queued", "delivered", "admitted"]
 
 
 async def test_http_result_rechecked_and_profiles_filtered(cp: ControlPlane, client: Client, reg: Registration) -> None:

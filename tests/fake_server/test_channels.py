@@ -8,10 +8,9 @@ import hashlib
 import uuid
 from typing import Any
 
-from fake_server_client import AutoRunner, Client, until
+from fake_server_client import AutoRunner, Client
 
-from fake_server import ControlPlane, ToolError
-from fake_server.control import Registration
+from fake_server import ControlPlane, Registration, ToolError
 
 
 async def test_events_reach_owning_channel(cp: ControlPlane, client: Client, reg: Registration) -> None:
@@ -140,7 +139,9 @@ async def test_concurrent_same_call_runs_once(cp: ControlPlane, client: Client, 
         lease = await cp.create_lease(ch, profile="default", session={}, handlers={"*": slow})
         a = asyncio.create_task(client.post("tool", tool_body(lease.lease_id)))
         b = asyncio.create_task(client.post("tool", tool_body(lease.lease_id)))
-        await until(lambda: runs == 1 and len(cp.history.filter(route="tool")) == 2)
+        await cp.history.wait_for(lambda ex: ex.route == "tool" and ex.call_id is not None
+                                   and len(cp.history.filter(route="tool", where=lambda e: e.call_id is not None)) == 2)
+        assert runs == 1
         gate.set()
         assert await a == await b == (200, {"result": "done"})
         assert runs == 1

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from fake_server_client import Client, until
+from fake_server_client import Client
 
-from fake_server import ControlPlane, ManualClock
-from fake_server.control import Registration
+from fake_server import ControlPlane, ManualClock, Registration
 
 
 async def test_restart_new_hub_uuid_and_registrations_kept(
@@ -17,7 +16,7 @@ async def test_restart_new_hub_uuid_and_registrations_kept(
     old = await client.connect()
     url = cp.url
     held = asyncio.create_task(client.poll())
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    await cp.poll_held(reg.runner_id)
     await cp.restart()
     assert cp.url == url
     # the held poll ends (the hub closed, then the server went away)
@@ -50,7 +49,7 @@ async def test_watchdog_by_clock(cp: ControlPlane, clock: ManualClock, client: C
     clock.advance(0.02)  # now unseen for 35 s: offline by definition; the 5 s tick disconnects
     assert not cp.is_online(reg.runner_id)
     clock.advance(5)
-    assert cp.hub.slots[reg.runner_id].disconnects == ["watchdog"]
+    assert cp.disconnects(reg.runner_id) == ["watchdog"]
     status, body = await client.post("admit", {"id": "x"})
     assert body["code"] == "runner_instance_changed"
     assert (await client.connect()) != old
@@ -60,10 +59,10 @@ async def test_live_runner_stays_online(cp: ControlPlane, clock: ManualClock, cl
     epoch = await client.connect()
     for _ in range(6):  # 6 held polls of 15 s: 90 s, far beyond 35 s
         poll = asyncio.create_task(client.poll())
-        await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+        await cp.poll_held(reg.runner_id)
         clock.advance(15)
         assert (await asyncio.wait_for(poll, 5))[0] == 200
-    assert cp.epoch(reg.runner_id) == epoch and cp.hub.slots[reg.runner_id].disconnects == []
+    assert cp.epoch(reg.runner_id) == epoch and cp.disconnects(reg.runner_id) == []
 
 
 async def test_watchdog_wakes_held_poll_with_instance_changed(
@@ -71,7 +70,7 @@ async def test_watchdog_wakes_held_poll_with_instance_changed(
 ) -> None:
     await client.connect()
     poll = asyncio.create_task(client.poll())
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    await cp.poll_held(reg.runner_id)
     await cp.force_watchdog(reg.runner_id)
     status, body = await asyncio.wait_for(poll, 5)
     assert (status, body["code"]) == (409, "runner_instance_changed")
@@ -82,7 +81,7 @@ async def test_disable_disconnects_at_once(cp: ControlPlane, client: Client, reg
     handle = await cp.submit(reg.runner_id, "http", {"path": "/api/status", "method": "GET"})
     await client.poll()
     poll = asyncio.create_task(client.poll())
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    await cp.poll_held(reg.runner_id)
     assert await cp.disable_runner(reg.runner_id)
     assert (await asyncio.wait_for(poll, 5))[1]["code"] == "runner_instance_changed"
     assert ((await handle).status, (await handle).code) == (503, "runner_offline")
@@ -99,7 +98,7 @@ async def test_reset_poll_and_replacement_each_new_epoch(
     e3 = await make_client().connect()  # instance replacement
     await cp.force_watchdog(reg.runner_id)
     assert len({e1, e2, e3}) == 3 and cp.epochs(reg.runner_id) == [e1, e2, e3]
-    assert cp.hub.slots[reg.runner_id].disconnects == ["reset", "replaced", "watchdog"]
+    assert cp.disconnects(reg.runner_id) == ["reset", "replaced", "watchdog"]
 
 
 async def test_poll_without_reset_keeps_epoch(cp: ControlPlane, client: Client, reg: Registration) -> None:

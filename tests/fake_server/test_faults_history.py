@@ -7,10 +7,9 @@ import hashlib
 import json
 
 import aiohttp
-from fake_server_client import Client, until
+from fake_server_client import Client
 
-from fake_server import ControlPlane, ManualClock
-from fake_server.control import Registration
+from fake_server import ControlPlane, ManualClock, Registration
 
 STATUS = {"path": "/api/status", "method": "GET"}
 
@@ -43,7 +42,7 @@ async def test_delay_next_on_the_clock(cp: ControlPlane, clock: ManualClock, cli
     cp.faults.delay_next("admit", n=1, seconds=3)
     call = asyncio.create_task(client.post("admit", {"id": "x"}))
     due = clock.now() + 3
-    await until(lambda: due in clock.pending())  # the handler sleeps on the control-plane clock
+    await clock.wait_pending(due)  # the handler sleeps on the control-plane clock
     assert cp.history.filter(route="admit")[0].status is None  # not answered yet
     clock.advance(2.99)
     assert due in clock.pending()

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from fake_server.control import ControlPlane
+from fake_server import ControlPlane
 from fake_server.timings import Timings
 
 T = TypeVar("T")

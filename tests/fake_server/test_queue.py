@@ -6,10 +6,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from fake_server_client import Client, until
+from fake_server_client import Client
 
-from fake_server import ControlPlane, ManualClock, Timings
-from fake_server.control import Registration
+from fake_server import ControlPlane, ManualClock, Registration, Timings
 from fake_server.timings import MIB
 
 GET_STATUS = {"path": "/api/status", "method": "GET"}
@@ -18,7 +17,7 @@ GET_STATUS = {"path": "/api/status", "method": "GET"}
 async def test_long_poll_wakes_on_enqueue(cp: ControlPlane, client: Client, reg: Registration) -> None:
     await client.connect()
     poll = asyncio.create_task(client.poll())
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    await cp.poll_held(reg.runner_id)
     assert not poll.done()
     handle = await cp.submit(reg.runner_id, "http", GET_STATUS)
     status, body = await asyncio.wait_for(poll, 5)
@@ -39,11 +38,11 @@ async def test_long_poll_wakes_on_enqueue(cp: ControlPlane, client: Client, reg:
 async def test_hold_expires_on_clock(cp: ControlPlane, clock: ManualClock, client: Client, reg: Registration) -> None:
     await client.connect()
     poll = asyncio.create_task(client.poll())
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
-    waiter = cp.hub.slots[reg.runner_id].waiter
+    await cp.poll_held(reg.runner_id)
+    waiter = cp.held_poll(reg.runner_id)
     assert waiter is not None
     clock.advance(14.9)
-    assert not waiter.event.is_set() and cp.hub.slots[reg.runner_id].waiter is waiter  # still held
+    assert not waiter.event.is_set() and cp.held_poll(reg.runner_id) is waiter  # still held
     clock.advance(0.1)
     assert waiter.event.is_set()  # the 15 s hold fired on the clock, no real time passed
     assert await asyncio.wait_for(poll, 5) == (200, {"epoch": client.epoch, "commands": []})
@@ -52,11 +51,11 @@ async def test_hold_expires_on_clock(cp: ControlPlane, clock: ManualClock, clien
 async def test_newer_poll_ends_older(cp: ControlPlane, client: Client, reg: Registration) -> None:
     await client.connect()
     first = asyncio.create_task(client.poll())
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
-    waiter = cp.hub.slots[reg.runner_id].waiter
+    await cp.poll_held(reg.runner_id)
+    waiter = cp.held_poll(reg.runner_id)
     second = asyncio.create_task(client.poll())
     assert await asyncio.wait_for(first, 5) == (200, {"epoch": client.epoch, "commands": []})
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter not in (None, waiter))
+    await cp.poll_held(reg.runner_id, other_than=waiter)
     handle = await cp.submit(reg.runner_id, "http", GET_STATUS)
     status, body = await asyncio.wait_for(second, 5)
     assert [c["id"] for c in body["commands"]] == [handle.id]
@@ -65,10 +64,10 @@ async def test_newer_poll_ends_older(cp: ControlPlane, client: Client, reg: Regi
 async def test_client_gone_frees_the_poll(cp: ControlPlane, client: Client, reg: Registration) -> None:
     await client.connect()
     poll = asyncio.create_task(client.poll())
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    await cp.poll_held(reg.runner_id)
     poll.cancel()
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is None)
-    await until(lambda: cp.history[-1].fault == "client_gone")
+    await cp.poll_released(reg.runner_id)
+    await cp.history.wait_for(lambda ex: ex.fault == "client_gone")
 
 
 async def test_redelivery_until_result(cp: ControlPlane, clock: ManualClock, client: Client, reg: Registration) -> None:
@@ -77,8 +76,8 @@ async def test_redelivery_until_result(cp: ControlPlane, clock: ManualClock, cli
     status, body = await client.poll()
     assert [c["id"] for c in body["commands"]] == [handle.id]
     poll = asyncio.create_task(client.poll())  # held: nothing due
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
-    waiter = cp.hub.slots[reg.runner_id].waiter
+    await cp.poll_held(reg.runner_id)
+    waiter = cp.held_poll(reg.runner_id)
     assert waiter is not None
     clock.advance(4.9)
     assert not waiter.event.is_set()  # not yet due
@@ -90,7 +89,7 @@ async def test_redelivery_until_result(cp: ControlPlane, clock: ManualClock, cli
     await client.post("result", {"id": handle.id, "result": 1})
     clock.advance(5)
     poll = asyncio.create_task(client.poll())
-    await until(lambda: cp.hub.slots[reg.runner_id].waiter is not None)
+    await cp.poll_held(reg.runner_id)
     clock.advance(15)
     assert (await asyncio.wait_for(poll, 5))[1]["commands"] == []
 
@@ -134,17 +133,35 @@ async def test_error_result_is_502_with_runner_code(cp: ControlPlane, client: Cl
     await client.post("result", {"id": hs[2].id, "error": {"message": "x" * 5000, "code": 7}})
     await client.post("result", {"id": hs[3].id, "error": {}})
     outs = [await h for h in hs]
+    # upstream: String(code ?? 'runner_error'), so a number code 7 reaches the caller as "7"
     assert [(o.status, o.code) for o in outs] == [
-        (502, "runner_http_forbidden"), (502, "runner_error"), (502, "runner_error"), (502, "runner_error")]
+        (502, "runner_http_forbidden"), (502, "runner_error"), (502, "7"), (502, "runner_error")]
     assert outs[0].message == "nope" and len(outs[2].message or "") == 1000
+
+
+async def test_result_error_leniency_is_upstreams(cp: ControlPlane, client: Client, reg: Registration) -> None:
+    """Upstream validates no result schema (audit §2.6 rows 46/48): a string error is an error,
+    an empty code is kept, a falsy error is a success, the message is cut at 1000 UTF-16 units."""
+    await client.connect()
+    hs = [await cp.submit(reg.runner_id, "http", GET_STATUS) for _ in range(4)]
+    await client.poll()
+    await client.post("result", {"id": hs[0].id, "error": "x"})
+    await client.post("result", {"id": hs[1].id, "error": {"message": "m", "code": ""}})
+    await client.post("result", {"id": hs[2].id, "error": 0, "result": {"status": 204}})
+    await client.post("result", {"id": hs[3].id, "error": {"message": "\U0001F600" * 1000}})
+    outs = [await h for h in hs]
+    assert [(o.status, o.code) for o in outs[:2]] == [(502, "runner_error"), (502, "")]
+    assert outs[2].ok and outs[2].result == {"status": 204}
+    assert len(outs[3].message or "") == 500  # 1000 UTF-16 units = 500 emoji
 
 
 async def test_result_bad_shapes(client: Client) -> None:
     await client.connect()
     assert (await client.post("result", {"id": "unknown", "result": 1})) == (200, {"ok": True})
-    assert (await client.post("result", {"result": 1}))[0] == 400
-    assert (await client.post("result", {"id": 5}))[1]["code"] == "invalid_workspace_request"
-    assert (await client.post("result", {"id": "x", "error": "str"}))[0] == 400
+    # upstream has no result schema: ill-typed ids are unknown ids, ignored with {ok:true}
+    assert (await client.post("result", {"result": 1})) == (200, {"ok": True})
+    assert (await client.post("result", {"id": 5})) == (200, {"ok": True})
+    assert (await client.post("result", {"id": "x", "error": "str"})) == (200, {"ok": True})
     assert (await client.post("admit", {}))[1] == {"allowed": False}
     assert (await client.post("admit", {"id": ["x"]}))[1] == {"allowed": False}
 
@@ -186,14 +203,14 @@ async def test_size_limits(cp: ControlPlane, client: Client, reg: Registration) 
     assert ((await over).status, (await over).code) == (429, "runner_busy")
     under = await cp.submit(reg.runner_id, "http", {"b": "x" * (27 * MIB)})
     assert not under.done()
-    slot = cp.hub.slots[reg.runner_id]
-    assert slot.queued_bytes == fits.size + under.size == sum(c.size for c in slot.queue.values())
-    cp.faults.expire_now(fits)  # an ended command gives its bytes back
-    assert slot.queued_bytes == under.size
+    rid = reg.runner_id
+    assert cp.queued_bytes(rid) == fits.size + under.size == sum(c.size for c in cp.queued(rid))
+    fits.expire()  # an ended command gives its bytes back
+    assert cp.queued_bytes(rid) == under.size
     again = await cp.submit(reg.runner_id, "http", {"b": "x" * (36 * MIB - 200)})
     assert not again.done()
     await cp.force_watchdog(reg.runner_id)
-    assert slot.queued_bytes == 0 and not slot.queue
+    assert cp.queued_bytes(rid) == 0 and not cp.queued(rid)
 
 
 async def test_batch_limit(cp: ControlPlane, client: Client, reg: Registration) -> None:

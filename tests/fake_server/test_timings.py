@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from fake_server_client import Client, until
+from fake_server_client import Client
 
 from fake_server import ControlPlane, ManualClock, Timings
 
@@ -22,13 +22,12 @@ async def test_odd_timings_drive_hold_redelivery_watchdog_and_deadlines(client: 
     async with ControlPlane(timings=ODD, clock=clock) as plane:
         reg = await plane.register_runner()
         c = Client(client.session, plane.url, reg.runner_id, reg.token)
-        slot = plane.hub.slot(reg.runner_id)
         await c.connect()
 
         # hold: 2.5 s
         poll = asyncio.create_task(c.poll())
-        await until(lambda: slot.waiter is not None)
-        waiter = slot.waiter
+        await plane.poll_held(reg.runner_id)
+        waiter = plane.held_poll(reg.runner_id)
         assert waiter is not None
         clock.advance(2.49)
         assert not waiter.event.is_set()
@@ -45,9 +44,9 @@ async def test_odd_timings_drive_hold_redelivery_watchdog_and_deadlines(client: 
         # redelivery: 1.5 s
         assert [x["id"] for x in (await c.poll())[1]["commands"]] == [h.id, b.id, e.id]
         poll = asyncio.create_task(c.poll())
-        await until(lambda: slot.waiter is not None)
+        await plane.poll_held(reg.runner_id)
         clock.advance(1.49)
-        assert not poll.done() and slot.waiter is not None and not slot.waiter.event.is_set()
+        assert not poll.done() and plane.held_poll(reg.runner_id) is not None
         clock.advance(0.01)
         assert [x["id"] for x in (await asyncio.wait_for(poll, 5))[1]["commands"]] == [h.id, b.id, e.id]
 
@@ -61,11 +60,11 @@ async def test_odd_timings_drive_hold_redelivery_watchdog_and_deadlines(client: 
         assert ((await b).code, (await e).code) == ("runner_command_uncertain",) * 2
         assert plane.is_online(reg.runner_id)
         clock.advance(8.99)  # t=22.49
-        assert plane.is_online(reg.runner_id) and slot.disconnects == []
+        assert plane.is_online(reg.runner_id) and plane.disconnects(reg.runner_id) == []
         clock.advance(0.01)  # t=22.5: unseen for 20 s
         assert not plane.is_online(reg.runner_id)
         clock.advance(0.5)
-        assert slot.disconnects == ["watchdog"]
+        assert plane.disconnects(reg.runner_id) == ["watchdog"]
 
 
 async def test_watchdog_tick_and_offline_after_are_separate_knobs(client: Client) -> None:
@@ -73,16 +72,15 @@ async def test_watchdog_tick_and_offline_after_are_separate_knobs(client: Client
     async with ControlPlane(timings=Timings(watchdog_tick=3.0, offline_after=4.0), clock=clock) as plane:
         reg = await plane.register_runner()
         c = Client(client.session, plane.url, reg.runner_id, reg.token)
-        slot = plane.hub.slot(reg.runner_id)
         await c.connect()
         start = clock.now()
         first_tick = min(t for t in clock.pending() if t > start)
         clock.advance(first_tick - start)  # tick at ≤3 s: seen < 4 s ago, stays
-        assert slot.disconnects == [] and plane.is_online(reg.runner_id)
+        assert plane.disconnects(reg.runner_id) == [] and plane.is_online(reg.runner_id)
         clock.advance(4.0 - (first_tick - start))  # 4 s unseen: offline by definition
-        assert not plane.is_online(reg.runner_id) and slot.online is not None  # not yet ticked
+        assert not plane.is_online(reg.runner_id) and plane.epoch(reg.runner_id) is not None  # not yet ticked
         clock.advance(3.0)  # the next tick disconnects
-        assert slot.disconnects == ["watchdog"] and slot.online is None
+        assert plane.disconnects(reg.runner_id) == ["watchdog"] and plane.epoch(reg.runner_id) is None
 
 
 async def test_artifact_orphan_timeout_and_limits_come_from_the_control_plane(client: Client) -> None:
