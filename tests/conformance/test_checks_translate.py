@@ -12,7 +12,7 @@ from conformance.checks import check
 from conformance.checks.facts import Fact, fact
 from conformance.checks.translate import SequenceClash, translate
 from fake_server.history import Exchange
-from fixtures.effects import Effect
+from fixtures.hermes.effects import Effect
 
 
 def ex(seq: int, route: str, body: Any = None, answer: Any = None, *, status: int | None = 200,
