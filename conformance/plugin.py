@@ -294,7 +294,7 @@ def _judge_phase(state: CaseState, rep: pytest.TestReport, call: pytest.CallInfo
         longrepr = rep.longrepr
         state.detail = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
     elif rep.failed:
-        if not state.detail:
+        if not state.detail and not isinstance(exc, CaseFailed):
             state.detail = _first_lines(exc) if exc is not None else str(rep.longrepr)[:2000]
         if isinstance(exc, CaseFailed):
             row = state.row
@@ -345,19 +345,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(case_id, **world_options): a conformance case")
     plugin = Conformance(config)
     config.pluginmanager.register(plugin, "conformance-session")
-    if plugin.out is not None and plugin.is_controller:
-        _hypothesis_database(plugin.out)
+    if plugin.out is not None:
+        _hypothesis_database(config, plugin.out)
 
 
-def _hypothesis_database(out: Path) -> None:
+def _hypothesis_database(config: pytest.Config, out: Path) -> None:
+    """Hypothesis examples of a run are kept under its out dir (restored at unconfigure)."""
     try:
         from hypothesis import settings
         from hypothesis.database import DirectoryBasedExampleDatabase
     except ImportError:
         return
+    previous = settings.get_current_profile_name()
     settings.register_profile(
         "conformance", database=DirectoryBasedExampleDatabase(str(out / "hypothesis")))
     settings.load_profile("conformance")
+    config.add_cleanup(lambda: settings.load_profile(previous))
 
 
 def _session(config: pytest.Config) -> Conformance:

@@ -76,7 +76,7 @@ def print_summary(results: RunResults, out: Path, console: Console | None = None
             if c.expected or c.actual:
                 con.print(f"    expected: {c.expected}\n    actual:   {c.actual}", markup=False,
                           highlight=False)
-            con.print(f"    replay:   {c.replay}", markup=False, highlight=False)
+            con.print(f"    replay:   {c.replay}", markup=False, highlight=False, soft_wrap=True)
     (mp, mt), (sp, st) = results.level_figures("MUST"), results.level_figures("SHOULD")
     verdict = "[green]PASS[/]" if results.ok() else "[bold red]FAIL[/]"
     con.print(f"{verdict}  profile {results.profile}  MUST {mp}/{mt}  SHOULD {sp}/{st}  "

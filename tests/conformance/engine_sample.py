@@ -93,6 +93,7 @@ async def test_not_advertised(world):
 def make_project(pytester: pytest.Pytester, cases: str = CASES) -> None:
     pytester.makepyfile(samplecat=CATALOGUE, sampleworld=WORLD)
     pytester.makepyfile(test_cases=textwrap.dedent(cases))
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.syspathinsert()
 
 
