@@ -37,16 +37,18 @@ class Finding:
         return f"line {self.line}: {self.problem}: {short}"
 
 
-def _blocks(text: str) -> Iterator[tuple[int, str]]:
-    """(first line number, text) of each prose block: paragraph, list item or table row."""
+Line = tuple[int, str]
+
+
+def _blocks(text: str) -> Iterator[list[Line]]:
+    """The (line number, text) lines of each prose block: paragraph, list item or table row."""
     fenced = False
     comment = False
-    block: list[str] = []
-    start = 0
+    block: list[Line] = []
 
-    def flush() -> Iterator[tuple[int, str]]:
+    def flush() -> Iterator[list[Line]]:
         if block:
-            yield start, " ".join(s.strip() for s in block)
+            yield list(block)
         block.clear()
 
     for no, line in enumerate(text.splitlines(), 1):
@@ -65,37 +67,47 @@ def _blocks(text: str) -> Iterator[tuple[int, str]]:
             continue
         if s.startswith("|") or re.match(r"^([-*+]|\d+[.)])\s", s):
             yield from flush()
-            start = no
-            block.append(s)
+            block.append((no, s))
             if s.startswith("|"):
                 yield from flush()
             continue
-        if not block:
-            start = no
-        block.append(s)
+        block.append((no, s))
     yield from flush()
 
 
-def sentences(block: str) -> list[str]:
-    parts = SENTENCE_END.split(block)
-    out: list[str] = []
-    for part in parts:
-        # a tag that opens a segment belongs to the sentence before it
-        if out and part.startswith("[cases:"):
-            tag = TAG.match(part)
-            if tag:
-                out[-1] = f"{out[-1]} {tag.group(0)}"
-                part = part[tag.end():].strip()
-                if not part:
-                    continue
-        out.append(part)
+def sentences(lines: list[Line]) -> list[Line]:
+    """Split a block into (line number, sentence); a tag opening a segment joins the one before."""
+    text = ""
+    starts: list[tuple[int, int]] = []  # (offset in text, line number)
+    for no, s in lines:
+        starts.append((len(text), no))
+        text += s + " "
+    text = text.rstrip()
+
+    def line_at(offset: int) -> int:
+        return max(no for off, no in starts if off <= offset)
+
+    cuts = [0, *(m.end() for m in SENTENCE_END.finditer(text)), len(text)]
+    out: list[Line] = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        part = text[a:b].strip()
+        if not part:
+            continue
+        tag = TAG.match(part) if out and part.startswith("[cases:") else None
+        if tag:
+            out[-1] = (out[-1][0], f"{out[-1][1]} {tag.group(0)}")
+            part = part[tag.end():].strip()
+            if not part:
+                continue
+            a += tag.end()
+        out.append((line_at(a), part))
     return out
 
 
 def check(text: str, catalogue: Catalogue = CATALOGUE) -> list[Finding]:
     findings: list[Finding] = []
-    for line, block in _blocks(text):
-        for sentence in sentences(block):
+    for block in _blocks(text):
+        for line, sentence in sentences(block):
             tags = TAG.findall(sentence)
             ids = [i.strip() for t in tags for i in t.split(",") if i.strip()]
             for case_id in ids:
