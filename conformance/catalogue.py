@@ -46,6 +46,10 @@ FEATURES: dict[str, str] = {
     "file-transfer-v1": "file transfer checks on a channel",
 }
 
+#: Features a runner claims by being certified under a profile that names them; every other
+#: feature is a wire feature (``x-runner-features``) and is checked against what the runner sends.
+PROFILE_FEATURES = frozenset({"core", "team-tools"})
+
 #: profile -> the features whose cases it certifies.
 PROFILES: dict[str, frozenset[str]] = {
     "core": frozenset({"core"}),

@@ -38,7 +38,7 @@ import pytest_asyncio
 
 from .baseline import BaselineError
 from .baseline import load as load_baseline
-from .catalogue import PROFILES, Case, Catalogue
+from .catalogue import PROFILE_FEATURES, PROFILES, Case, Catalogue
 from .marks import MARK, case_mark
 from .results import CaseResult, RunResults, combine, dump, redact
 from .verdict import CaseFailed
@@ -412,7 +412,7 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
         if state is not None:
             state.world = w
             feature = state.row.feature if state.row else "core"
-            if feature != "core" and not _advertises(w, feature):
+            if feature not in PROFILE_FEATURES and not _advertises(w, feature):
                 pytest.skip(f"not-applicable: the runner does not advertise {feature}")
         yield w
     leaks: list[str] = []

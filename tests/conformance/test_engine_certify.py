@@ -110,7 +110,7 @@ def test_report_html_is_self_contained_redacted_and_escaped(bundle) -> None:
 def test_certificate_figures_and_identity(bundle) -> None:
     _, out = bundle
     cert = json.loads((out / "certificate.json").read_text())
-    assert cert["must"] == {"passed": 1, "total": 5}
+    assert cert["must"] == {"passed": 2, "total": 6}
     assert cert["should"] == {"passed": 0, "total": 1}
     assert cert["verdict"] == "fail" and cert["profile"] == "all"
     assert cert["runner"]["command"] == RUNNER
@@ -119,9 +119,9 @@ def test_certificate_figures_and_identity(bundle) -> None:
     assert cert["runner"]["files"] == {
         "runner.mjs": hashlib.sha256(b"// the vendor's runner\n").hexdigest()}
     md = (out / "certificate.md").read_text()
-    assert "| MUST | 1/5 passed |" in md and "**Verdict: FAIL**" in md
+    assert "| MUST | 2/6 passed |" in md and "**Verdict: FAIL**" in md
     svg = (out / "badge.svg").read_text()
-    assert svg.startswith("<svg") and "all MUST 1/5" in svg
+    assert svg.startswith("<svg") and "all MUST 2/6" in svg
 
 
 def test_passing_or_baselined_musts_exit_0(tmp_path: Path) -> None:
