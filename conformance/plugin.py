@@ -22,23 +22,22 @@ Rules of this module:
 from __future__ import annotations
 
 import fnmatch
-import importlib
 import os
 import shlex
 import sys
 import zlib
-from collections.abc import AsyncIterator, Generator, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
+from . import casefixtures
 from .baseline import BaselineError
 from .baseline import load as load_baseline
-from .catalogue import PROFILE_FEATURES, PROFILES, Case, Catalogue
+from .catalogue import PROFILES, Case, Catalogue
+from .judge import STATE, CaseState, judge_phase, load_object, merge
 from .marks import MARK, case_mark
 from .results import CaseResult, RunResults, combine, dump, redact
 from .verdict import CaseFailed
@@ -79,39 +78,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="runner file to fingerprint on the certificate (repeatable)")
     parser.addini("conformance_catalogue", "catalogue as MODULE:ATTR", default=DEFAULT_CATALOGUE)
     parser.addini("conformance_world", "world factory as MODULE:ATTR", default=DEFAULT_WORLD)
-
-
-def load_object(spec: str) -> Any:
-    module, _, attr = spec.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split(".") if attr else ():
-        obj = getattr(obj, part)
-    return obj
-
-
-@dataclass
-class CaseState:
-    """What one case item accumulates on the process that runs it."""
-
-    case_id: str
-    row: Case | None
-    options: dict[str, Any]
-    baselined: bool
-    seed: int
-    phases: list[str] = field(default_factory=list)
-    expected: str = ""
-    actual: str = ""
-    witness: list[str] = field(default_factory=list)
-    detail: str = ""
-    duration: float = 0.0
-    world: Any = None
-    transcript: list[str] = field(default_factory=list)
-
-    def secrets(self) -> set[str]:
-        return {str(s) for s in (getattr(self.world, "secrets", None) or ())}
-
-
-STATE = pytest.StashKey[CaseState]()
 
 
 class Conformance:
@@ -206,7 +172,7 @@ class Conformance:
         state = item.stash.get(STATE, None)
         if state is None:
             return rep
-        _judge_phase(state, rep, call)
+        judge_phase(state, rep, call)
         if rep.when == "teardown":
             self._finish(item, state, rep)
         return rep
@@ -283,68 +249,12 @@ class Conformance:
                     tr.write_line(f"       actual:   {c.actual}")
 
 
-def _judge_phase(state: CaseState, rep: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
-    state.duration += rep.duration
-    secrets = state.secrets()
-    exc = call.excinfo.value if call.excinfo is not None else None
-    if isinstance(exc, CaseFailed) and not state.expected and not state.actual:
-        state.expected, state.actual, state.witness = exc.expected, exc.actual, list(exc.witness)
-    if rep.skipped and not hasattr(rep, "wasxfail"):
-        state.phases.append("not-applicable")
-        longrepr = rep.longrepr
-        state.detail = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
-    elif rep.failed:
-        if not state.detail and not isinstance(exc, CaseFailed):
-            state.detail = _first_lines(exc) if exc is not None else str(rep.longrepr)[:2000]
-        if isinstance(exc, CaseFailed):
-            row = state.row
-            head = f"{state.case_id} [{row.level}] {row.requirement}\n" if row else ""
-            where = rep.location
-            rep.longrepr = f"{head}{exc.render()}\n({where[0]}:{(where[1] or 0) + 1})"
-        if state.baselined:
-            rep.outcome = "skipped"
-            rep.wasxfail = f"baseline: {state.case_id}"  # type: ignore[attr-defined]
-            state.phases.append("expected-fail")
-        else:
-            state.phases.append("fail")
-    else:
-        state.phases.append("pass")
-    if secrets:
-        if rep.longrepr is not None and not isinstance(rep.longrepr, tuple):
-            text = str(rep.longrepr)
-            if any(s in text for s in secrets):
-                rep.longrepr = redact(text, secrets)
-        rep.sections = [(k, redact(v, secrets)) for k, v in rep.sections]
-
-
-def _first_lines(exc: BaseException, limit: int = 12) -> str:
-    text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, CaseFailed) else exc.render()
-    return "\n".join(text.splitlines()[:limit])
-
-
-def merge(records: Iterable[CaseResult]) -> list[CaseResult]:
-    """One record per case ID (a parametrized case has several items): the worst status wins."""
-    by_id: dict[str, list[CaseResult]] = {}
-    for r in records:
-        by_id.setdefault(r.id, []).append(r)
-    out: list[CaseResult] = []
-    for case_id in sorted(by_id):
-        group = by_id[case_id]
-        status = combine(r.status for r in group)
-        lead = next(r for r in group if r.status == status)
-        merged = CaseResult(**lead.__dict__)
-        merged.duration = round(sum(r.duration for r in group), 6)
-        if len(group) > 1:
-            merged.nodeid = ", ".join(r.nodeid for r in group)
-            merged.transcript = [t for r in group for t in r.transcript]
-        out.append(merged)
-    return out
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(case_id, **world_options): a conformance case")
     plugin = Conformance(config)
     config.pluginmanager.register(plugin, "conformance-session")
+    if not config.pluginmanager.has_plugin("conformance.casefixtures"):
+        config.pluginmanager.register(casefixtures, "conformance.casefixtures")
     if plugin.out is not None:
         _hypothesis_database(config, plugin.out)
 
@@ -361,76 +271,3 @@ def _hypothesis_database(config: pytest.Config, out: Path) -> None:
         "conformance", database=DirectoryBasedExampleDatabase(str(out / "hypothesis")))
     settings.load_profile("conformance")
     config.add_cleanup(lambda: settings.load_profile(previous))
-
-
-def _session(config: pytest.Config) -> Conformance:
-    plugin = config.pluginmanager.getplugin("conformance-session")
-    assert isinstance(plugin, Conformance)
-    return plugin
-
-
-# -- fixtures ---------------------------------------------------------------------------------
-@pytest.fixture
-def runner_cmd(request: pytest.FixtureRequest) -> str:
-    """The runner command template (``--runner-cmd``; default: the reference runner)."""
-    return _session(request.config).runner_cmd
-
-
-@pytest.fixture
-def hermes_mode(request: pytest.FixtureRequest) -> str:
-    """``scripted`` or ``real[:PATH]`` (``--hermes``)."""
-    return str(request.config.option.hermes)
-
-
-@pytest.fixture
-def case_seed(request: pytest.FixtureRequest) -> int:
-    """This case's seed: derived from the run seed and the node id, so a replay is exact."""
-    state = request.node.stash.get(STATE, None)
-    return state.seed if state else _session(request.config).case_seed(request.node.nodeid)
-
-
-@pytest.fixture
-def case_row(request: pytest.FixtureRequest) -> Case | None:
-    """The catalogue row of this case (None for an ordinary test)."""
-    state = request.node.stash.get(STATE, None)
-    return state.row if state else None
-
-
-@pytest_asyncio.fixture
-async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: str,
-                case_seed: int) -> AsyncIterator[Any]:
-    """A fresh world per case: control plane + scripted Hermes + the runner under test.
-
-    After the case, the world's redacted transcript joins the case result and a secret found by
-    ``world.scan_for_secrets()`` in anything the runner printed fails the case.
-    """
-    state = request.node.stash.get(STATE, None)
-    options = dict(state.options) if state else {}
-    open_world = load_object(_session(request.config).world_spec)
-    async with open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
-                          **options) as w:
-        if state is not None:
-            state.world = w
-            feature = state.row.feature if state.row else "core"
-            if feature not in PROFILE_FEATURES and not _advertises(w, feature):
-                pytest.skip(f"not-applicable: the runner does not advertise {feature}")
-        yield w
-    leaks: list[str] = []
-    secrets = {str(s) for s in (getattr(w, "secrets", None) or ())}
-    if state is not None:
-        transcript = getattr(w, "transcript", None)
-        state.transcript = [str(t) for t in (transcript() if callable(transcript) else ())]
-    scan = getattr(w, "scan_for_secrets", None)
-    if callable(scan):
-        leaks = [redact(str(x), secrets) for x in scan()]
-    if leaks:
-        raise CaseFailed("no secret in anything the runner printed or the harness recorded",
-                         f"{len(leaks)} secret leak(s)", leaks)
-
-
-def _advertises(w: Any, feature: str) -> bool:
-    advertises = getattr(w, "advertises", None)
-    if callable(advertises):
-        return bool(advertises(feature))
-    features = getattr(w, "features", None)
-    return True if features is None else feature in set(features)
