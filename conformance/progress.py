@@ -7,6 +7,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import pytest
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -48,6 +49,10 @@ class Progress:
 
     def pytest_collection_finish(self, session: Any) -> None:
         self.bar.update(self.task, total=len(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.bar.update(self.task, total=len(ids))
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.when != "teardown":

@@ -128,7 +128,7 @@ def test_passing_or_baselined_musts_exit_0(tmp_path: Path) -> None:
     cwd = project(tmp_path)
     (cwd / "b.txt").write_text("DED-002\n")
     proc = certify_proc(cwd, "--runner-cmd", RUNNER, "--cases", "GEN-001,DED-002", "--baseline",
-                        "b.txt", "--out", "out")
+                        "b.txt", "--out", "out", "-j", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads((cwd / "out" / "results.json").read_text())
     assert {c["id"]: c["status"] for c in doc["cases"]} == {"GEN-001": "pass",
