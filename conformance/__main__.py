@@ -1,21 +1,103 @@
-"""``python -m conformance <command>``: ``demo`` (certify arrives with the suite)."""
+"""``python -m conformance <command>``.
+
+  certify        run the suite against a runner, write the evidence bundle (docs/certification.md)
+  compare        side-by-side matrix and diff of results.json files
+  cases          the case catalogue (--markdown prints docs/conformance-cases.md, --write rewrites it)
+  baseline       a baseline of the failing cases of a results.json (to adopt the suite)
+  spec-coverage  MUST/SHOULD sentences of a markdown spec without case IDs
+  demo           the end-to-end walkthrough
+"""
 
 from __future__ import annotations
 
 import sys
 
+USAGE = """\
+usage: python -m conformance <command> [options]
+
+commands:
+  certify --runner-cmd "CMD … {config} …" [--profile core|team-tools|all] [--baseline FILE]
+          [--cases PATTERN] [-x] [--out DIR] [-j N] [--runner-file PATH …]
+          [--hermes scripted|real[:PATH]] [--seed N]
+  compare A/results.json B/results.json [--markdown]
+  cases [--markdown | --write]
+  baseline RESULTS_JSON [-o FILE]
+  spec-coverage FILE.md
+  demo [--runner-cmd CMD] [--out DIR]"""
+
+
+def _cases(args: list[str]) -> int:
+    from .casedoc import DOC, markdown
+    from .catalogue import CATALOGUE
+
+    if args == ["--markdown"]:
+        sys.stdout.write(markdown(CATALOGUE))
+    elif args == ["--write"]:
+        DOC.write_text(markdown(CATALOGUE))
+        print(f"wrote {len(CATALOGUE)} cases to docs/{DOC.name}")
+    elif not args:
+        for c in CATALOGUE:
+            print(f"{c.id}  {c.level:6} {c.feature:12} {c.requirement}")
+        print(f"{len(CATALOGUE)} cases", file=sys.stderr)
+    else:
+        print("usage: python -m conformance cases [--markdown | --write]", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _baseline(args: list[str]) -> int:
+    import argparse
+
+    from .baseline import render
+    from .results import ResultsError, load
+
+    p = argparse.ArgumentParser(prog="python -m conformance baseline")
+    p.add_argument("results")
+    p.add_argument("-o", "--output", help="write here instead of stdout")
+    ns = p.parse_args(args)
+    try:
+        res = load(ns.results)
+    except ResultsError as exc:
+        print(f"baseline: error: {exc}", file=sys.stderr)
+        return 2
+    text = render((c.id for c in res.cases if c.status in ("fail", "expected-fail")),
+                  header=f"expected failures of {res.runner_cmd}\nfrom a run of {res.started}")
+    if ns.output:
+        with open(ns.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        print("usage: python -m conformance demo [--runner-cmd CMD] [--out DIR]")
+        print(USAGE)
         return 0 if args else 1
-    if args[0] == "demo":
+    cmd, rest = args[0], args[1:]
+    if cmd == "demo":
         from .demo import main as demo_main
 
-        return demo_main(args[1:])
-    print(f"unknown command: {args[0]}", file=sys.stderr)
-    return 1
+        return demo_main(rest)
+    if cmd == "certify":
+        from .certify import main as certify_main
+
+        return certify_main(rest)
+    if cmd == "compare":
+        from .compare import main as compare_main
+
+        return compare_main(rest)
+    if cmd == "spec-coverage":
+        from .spec_coverage import main as coverage_main
+
+        return coverage_main(rest)
+    if cmd == "cases":
+        return _cases(rest)
+    if cmd == "baseline":
+        return _baseline(rest)
+    print(f"unknown command: {cmd} (python -m conformance --help)", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,93 @@
+"""The fixtures every case can ask for: ``runner_cmd``, ``hermes_mode``, ``case_seed``,
+``case_row`` and ``world`` (registered by the plugin at configure time).
+
+The ``world`` fixture imports the world factory lazily (``--conformance-world MODULE:ATTR``,
+default ``conformance.world:open_world``) and calls
+``open_world(runner_cmd=..., hermes=..., seed=..., **case_options)``. It never imports the
+runner under test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from .catalogue import PROFILE_FEATURES, Case
+from .judge import STATE, load_object
+from .results import redact
+from .verdict import CaseFailed
+
+
+def _session(config: pytest.Config) -> Any:
+    plugin = config.pluginmanager.getplugin("conformance-session")
+    assert plugin is not None, "the conformance plugin is not configured"
+    return plugin
+
+
+@pytest.fixture
+def runner_cmd(request: pytest.FixtureRequest) -> str:
+    """The runner command template (``--runner-cmd``; default: the reference runner)."""
+    return _session(request.config).runner_cmd
+
+
+@pytest.fixture
+def hermes_mode(request: pytest.FixtureRequest) -> str:
+    """``scripted`` or ``real[:PATH]`` (``--hermes``)."""
+    return str(request.config.option.hermes)
+
+
+@pytest.fixture
+def case_seed(request: pytest.FixtureRequest) -> int:
+    """This case's seed: derived from the run seed and the node id, so a replay is exact."""
+    state = request.node.stash.get(STATE, None)
+    return state.seed if state else _session(request.config).case_seed(request.node.nodeid)
+
+
+@pytest.fixture
+def case_row(request: pytest.FixtureRequest) -> Case | None:
+    """The catalogue row of this case (None for an ordinary test)."""
+    state = request.node.stash.get(STATE, None)
+    return state.row if state else None
+
+
+@pytest_asyncio.fixture
+async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: str,
+                case_seed: int) -> AsyncIterator[Any]:
+    """A fresh world per case: control plane + scripted Hermes + the runner under test.
+
+    After the case, the world's redacted transcript joins the case result and a secret found by
+    ``world.scan_for_secrets()`` in anything the runner printed fails the case.
+    """
+    state = request.node.stash.get(STATE, None)
+    options = dict(state.options) if state else {}
+    open_world = load_object(_session(request.config).world_spec)
+    async with open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
+                          **options) as w:
+        if state is not None:
+            state.world = w
+            feature = state.row.feature if state.row else "core"
+            if feature not in PROFILE_FEATURES and not _advertises(w, feature):
+                pytest.skip(f"not-applicable: the runner does not advertise {feature}")
+        yield w
+    leaks: list[str] = []
+    secrets = {str(s) for s in (getattr(w, "secrets", None) or ())}
+    if state is not None:
+        transcript = getattr(w, "transcript", None)
+        state.transcript = [str(t) for t in (transcript() if callable(transcript) else ())]
+    scan = getattr(w, "scan_for_secrets", None)
+    if callable(scan):
+        leaks = [redact(str(x), secrets) for x in scan()]
+    if leaks:
+        raise CaseFailed("no secret in anything the runner printed or the harness recorded",
+                         f"{len(leaks)} secret leak(s)", leaks)
+
+
+def _advertises(w: Any, feature: str) -> bool:
+    advertises = getattr(w, "advertises", None)
+    if callable(advertises):
+        return bool(advertises(feature))
+    features = getattr(w, "features", None)
+    return True if features is None else feature in set(features)

@@ -1,0 +1,18 @@
+"""The conformance cases: ``test_<family>.py`` modules, one test per catalogue row.
+
+A case is a test bound to its row of :mod:`conformance.catalogue` with ``@case``; keyword
+arguments are the world's options for this case. It says expected vs actual with ``expect``
+(or raises ``CaseFailed``) and quotes the exchange that shows it::
+
+    from conformance.marks import case
+    from conformance.verdict import expect
+
+    @case("GEN-003", hermes_script="one-prompt")
+    async def test_stale_epoch_result_is_refused(world):
+        ...
+        expect(resp.status == 409, expected="409 runner_epoch_stale",
+               actual=f"{resp.status} {resp.body}", witness=world.transcript()[-2:])
+
+The feature a case needs is the row's ``feature``; the plugin deselects it outside the chosen
+profile and ends it not-applicable when the runner does not advertise a wire feature.
+"""

@@ -1,0 +1,214 @@
+"""``python -m conformance certify``: run the suite against a runner and write the evidence bundle.
+
+It drives the same pytest session as ``pytest --pyargs conformance`` (``pytest.main`` with the
+plugin's options) under a live ``rich`` progress display, then adds the reports: ``results.json``
+(written by the plugin), ``junit.xml`` (pytest's writer), ``report.html``, ``certificate.json``,
+``certificate.md`` and ``badge.svg``. Several ``--runner-cmd`` give one bundle each under
+``--out`` plus a side-by-side ``matrix.md``.
+
+Exit codes: 0 every applicable MUST passes or is baselined (and no baseline entry is stale);
+1 it does not; 2 a bad invocation (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from .baseline import BaselineError
+from .baseline import load as load_baseline
+from .catalogue import PROFILES
+from .plugin import DEFAULT_RUNNER_CMD
+from .results import ResultsError, RunResults
+from .results import load as load_results
+
+USAGE = """\
+python -m conformance certify --runner-cmd "CMD … {config} …" [--runner-cmd …]
+       [--profile core|team-tools|all] [--baseline FILE] [--cases PATTERN] [-x]
+       [--out DIR] [-j N] [--runner-file PATH …] [--hermes scripted|real[:PATH]] [--seed N]"""
+
+
+class InvocationError(Exception):
+    """A bad invocation: printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise InvocationError(message)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m conformance certify", usage=USAGE,
+                description="Certify a Hermes runner against protocol 1.")
+    p.add_argument("--runner-cmd", action="append", default=[], metavar="CMD",
+                   help="command template with {config} (repeat to compare runners); "
+                        "default: the reference runner")
+    p.add_argument("--profile", default="core", choices=sorted(PROFILES))
+    p.add_argument("--baseline", metavar="FILE", help="expected failures, one case ID a line")
+    p.add_argument("--cases", metavar="PATTERN", help="case IDs to run, e.g. 'GEN-*,DED-001'")
+    p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failing MUST")
+    p.add_argument("--out", default="reports", metavar="DIR", help="bundle directory (reports)")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="parallel workers")
+    p.add_argument("--runner-file", action="append", default=[], metavar="PATH",
+                   help="file whose sha256 goes on the certificate (repeatable)")
+    p.add_argument("--hermes", default="scripted", help="scripted | real[:PATH]")
+    p.add_argument("--seed", type=int, help="run seed (printed on every run)")
+    p.add_argument("--no-progress", action="store_true", help="no live display")
+    # engine tests and third-party suites: what to collect, the catalogue, the world factory
+    p.add_argument("--suite", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--catalogue", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--world", default=None, help=argparse.SUPPRESS)
+    return p
+
+
+def check_runner_cmd(cmd: str) -> None:
+    if "{config}" not in cmd:
+        raise InvocationError(f"--runner-cmd must contain {{config}} (the runner.json path): {cmd!r}")
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as exc:
+        raise InvocationError(f"--runner-cmd cannot be parsed: {exc}") from None
+    if not argv:
+        raise InvocationError("--runner-cmd is empty")
+    exe = argv[0]
+    if "/" in exe:
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise InvocationError(f"--runner-cmd does not start: {exe} is not an executable file")
+    elif shutil.which(exe) is None:
+        raise InvocationError(f"--runner-cmd does not start: {exe} is not on PATH")
+
+
+def check(args: argparse.Namespace) -> None:
+    for cmd in args.runner_cmd:
+        check_runner_cmd(cmd)
+    if args.baseline:
+        try:
+            load_baseline(args.baseline)
+        except BaselineError as exc:
+            raise InvocationError(str(exc)) from None
+    for path in args.runner_file:
+        if not os.path.isfile(path) or not os.access(path, os.R_OK):
+            raise InvocationError(f"--runner-file {path} is not a readable file")
+    if not re.fullmatch(r"scripted|real(:.+)?", args.hermes):
+        raise InvocationError(f"--hermes must be scripted or real[:PATH], not {args.hermes!r}")
+    if args.jobs < 1:
+        raise InvocationError("-j must be at least 1")
+
+
+def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> list[str]:
+    if args.suite:
+        where = [args.suite]
+    else:
+        where = ["--pyargs", "conformance.cases",
+                 "--rootdir", str(Path(__file__).resolve().parent.parent)]
+    a = [*where, "-c", str(ini), "-p", "conformance.plugin", "-p", "no:cacheprovider",
+         "-p", "no:terminal", "--runner-cmd", cmd, "--hermes", args.hermes,
+         "--conformance-profile", args.profile, "--conformance-out", str(out),
+         "--conformance-seed", str(args.seed), "--junitxml", str(out / "junit.xml"),
+         "-o", "junit_suite_name=runner-conformance", "-o", "junit_logging=no"]
+    if args.cases:
+        a += ["--conformance-cases", args.cases]
+    if args.baseline:
+        a += ["--conformance-baseline", args.baseline]
+    if args.exitfirst:
+        a += ["--conformance-exitfirst"]
+    if args.jobs > 1:
+        a += ["-n", str(args.jobs)]
+    for f in args.runner_file:
+        a += ["--runner-file", f]
+    if args.catalogue:
+        a += ["--conformance-catalogue", args.catalogue]
+    if args.world:
+        a += ["--conformance-world", args.world]
+    return a
+
+
+INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+
+
+def run_one(args: argparse.Namespace, cmd: str, out: Path) -> RunResults | None:
+    from .progress import Progress
+
+    out.mkdir(parents=True, exist_ok=True)
+    stale = out / "results.json"
+    if stale.exists():
+        stale.unlink()
+    with tempfile.TemporaryDirectory(prefix="conformance-ini-") as tmp:
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text(INI)
+        progress = Progress(enabled=not args.no_progress, label=cmd)
+        with progress:
+            pytest.main(pytest_args(args, cmd, out, ini), plugins=[progress])
+    try:
+        return load_results(out / "results.json")
+    except ResultsError:
+        return None
+
+
+def write_bundle(results: RunResults, args: argparse.Namespace, cmd: str, out: Path) -> None:
+    from .report import render_html
+    from .report.badge import certification_badge
+    from .report.certificate import certificate, certificate_md, runner_version, sha256_files
+
+    identity: dict[str, Any] = {"command": cmd, "version": runner_version(cmd),
+                                "files": sha256_files(args.runner_file)}
+    date = datetime.now(UTC).isoformat(timespec="seconds")
+    cert = certificate(results, identity, date)
+    (out / "certificate.json").write_text(json.dumps(cert, indent=2) + "\n")
+    (out / "certificate.md").write_text(certificate_md(cert))
+    (out / "report.html").write_text(render_html(results, identity=identity))
+    mp, mt = results.level_figures("MUST")
+    (out / "badge.svg").write_text(certification_badge(results.profile, mp, mt, results.ok()))
+
+
+def slug(i: int, cmd: str) -> str:
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", " ".join(shlex.split(cmd)[:3])) if w]
+    return f"{i + 1}-" + "-".join(words[-3:])[:40]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .progress import print_summary
+
+    try:
+        args = parser().parse_args(argv)
+        args.runner_cmd = args.runner_cmd or [DEFAULT_RUNNER_CMD]
+        check(args)
+    except InvocationError as exc:
+        print(f"certify: error: {exc}", file=sys.stderr)
+        return 2
+    if args.seed is None:
+        args.seed = int.from_bytes(os.urandom(4), "big")
+    root = Path(args.out)
+    runs: list[tuple[str, Path, RunResults]] = []
+    for i, cmd in enumerate(args.runner_cmd):
+        out = root if len(args.runner_cmd) == 1 else root / slug(i, cmd)
+        results = run_one(args, cmd, out)
+        if results is None:
+            print(f"certify: error: the suite did not run for {cmd!r} (see the output above)",
+                  file=sys.stderr)
+            return 2
+        if not results.cases:
+            print(f"certify: error: no case selected (profile {args.profile}"
+                  f"{', cases ' + args.cases if args.cases else ''})", file=sys.stderr)
+            return 2
+        write_bundle(results, args, cmd, out)
+        print_summary(results, out)
+        runs.append((cmd, out, results))
+    if len(runs) > 1:
+        from .compare import matrix_markdown, print_matrix
+
+        named = [(str(out.name), res) for _, out, res in runs]
+        (root / "matrix.md").write_text(matrix_markdown(named))
+        print_matrix(named)
+    return 0 if all(res.ok() for _, _, res in runs) else 1

@@ -1,0 +1,38 @@
+"""``@case("GEN-003", **world_options)``: binds a test function to its catalogue row.
+
+The ID names the row in :mod:`conformance.catalogue` (level, requirement, section, family,
+feature). Keyword arguments are the case's options for its world: the plugin's ``world``
+fixture passes them to ``conformance.world.open_world(runner_cmd=..., hermes=..., seed=...,
+**options)``. A coroutine test also gets ``pytest.mark.asyncio``, so the cases run the same
+under ``asyncio_mode=strict`` in a vendor's repository as under ``auto`` here.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MARK = "conformance_case"
+
+
+def case(case_id: str, **world_options: Any) -> Callable[[F], F]:
+    def bind(fn: F) -> F:
+        marked = getattr(pytest.mark, MARK)(case_id, **world_options)(fn)
+        if inspect.iscoroutinefunction(fn):
+            marked = pytest.mark.asyncio(marked)
+        return marked  # type: ignore[no-any-return]
+
+    return bind
+
+
+def case_mark(item: pytest.Item) -> tuple[str, dict[str, Any]] | None:
+    """The (case id, world options) of a collected test, or None for an ordinary test."""
+    mark = item.get_closest_marker(MARK)
+    if mark is None or not mark.args:
+        return None
+    return str(mark.args[0]), dict(mark.kwargs)

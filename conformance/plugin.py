@@ -1,0 +1,273 @@
+"""The pytest plugin: the one engine behind ``pytest --pyargs conformance`` and ``certify``.
+
+Registered with the ``pytest11`` entry point (``conformance.plugin``), so after ``pip install``
+any repository can run ``pytest --pyargs conformance --runner-cmd "CMD --config {config}"``.
+
+Rules of this module:
+- A case is a test marked ``@case("GEN-003", **world_options)``; its row comes from the
+  catalogue (``--conformance-catalogue MODULE:ATTR``, default ``conformance.catalogue:CATALOGUE``).
+  Ordinary tests are left alone: the plugin only acts on case items.
+- Selection happens at collection: ``--conformance-profile`` keeps the cases whose feature the
+  profile certifies, ``--conformance-cases`` keeps the IDs matching a pattern; the rest are
+  deselected. A case whose feature the runner does not advertise ends *not-applicable*.
+- Verdicts are computed per phase on the process that ran the case (an xdist worker or this
+  one), redacted with the world's secrets, and carried to the controller on the teardown
+  report (``report.conformance``); the controller collects them into ``results.json``.
+- Baselined cases: a failure becomes ``expected-fail`` (shown as xfail); a pass becomes
+  ``stale`` and fails at teardown. ``--conformance-exitfirst`` stops at the first failing MUST.
+- The ``world`` fixture imports the world factory lazily (``--conformance-world MODULE:ATTR``,
+  default ``conformance.world:open_world``) and never imports the runner under test.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shlex
+import sys
+import zlib
+from collections.abc import Generator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import casefixtures
+from .baseline import BaselineError
+from .baseline import load as load_baseline
+from .catalogue import PROFILES, Case, Catalogue
+from .judge import STATE, CaseState, judge_phase, load_object, merge
+from .marks import MARK, case_mark
+from .results import CaseResult, RunResults, combine, dump, redact
+from .verdict import CaseFailed
+
+DEFAULT_CATALOGUE = "conformance.catalogue:CATALOGUE"
+DEFAULT_WORLD = "conformance.world:open_world"
+#: The reference runner, as a command string only: the suite never imports it.
+DEFAULT_RUNNER_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
+HARNESS_VERSION = "0.1.0"
+
+
+def harness_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("hermes-runner-conformance")
+    except Exception:  # noqa: BLE001 - not installed: a source checkout
+        return HARNESS_VERSION
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("conformance", "Hermes Runner protocol 1 conformance")
+    g.addoption("--runner-cmd", default=None, help="runner command template with {config}")
+    g.addoption("--hermes", default="scripted", help="scripted | real[:PATH] (default scripted)")
+    g.addoption("--conformance-profile", default="all", choices=sorted(PROFILES),
+                help="features to certify (default all)")
+    g.addoption("--conformance-cases", default=None, metavar="PATTERN",
+                help="comma list of case ID patterns, e.g. 'GEN-*,DED-001'")
+    g.addoption("--conformance-baseline", default=None, metavar="FILE",
+                help="expected failures, one case ID a line")
+    g.addoption("--conformance-out", default=None, metavar="DIR", help="write results.json here")
+    g.addoption("--conformance-seed", default=None, type=int, metavar="N", help="run seed")
+    g.addoption("--conformance-exitfirst", action="store_true",
+                help="stop at the first failing MUST case")
+    g.addoption("--conformance-catalogue", default=None, metavar="MODULE:ATTR")
+    g.addoption("--conformance-world", default=None, metavar="MODULE:ATTR")
+    g.addoption("--runner-file", action="append", default=[], metavar="PATH",
+                help="runner file to fingerprint on the certificate (repeatable)")
+    parser.addini("conformance_catalogue", "catalogue as MODULE:ATTR", default=DEFAULT_CATALOGUE)
+    parser.addini("conformance_world", "world factory as MODULE:ATTR", default=DEFAULT_WORLD)
+
+
+class Conformance:
+    """Per-session state (registered as the ``conformance-session`` plugin)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        opt = config.option
+        self.config = config
+        spec = opt.conformance_catalogue or config.getini("conformance_catalogue")
+        cat = load_object(spec)
+        if not isinstance(cat, Catalogue):
+            raise pytest.UsageError(f"--conformance-catalogue {spec} is not a Catalogue")
+        self.catalogue: Catalogue = cat
+        self.world_spec: str = opt.conformance_world or config.getini("conformance_world")
+        self.runner_cmd: str = opt.runner_cmd or DEFAULT_RUNNER_CMD
+        self.profile: str = opt.conformance_profile
+        self.patterns = [p.strip() for p in (opt.conformance_cases or "").split(",") if p.strip()]
+        self.baseline_path: str | None = opt.conformance_baseline
+        try:
+            self.baseline = load_baseline(self.baseline_path) if self.baseline_path else frozenset()
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None and "conformance_seed" in workerinput:
+            self.seed: int = int(workerinput["conformance_seed"])
+        elif opt.conformance_seed is not None:
+            self.seed = opt.conformance_seed
+        else:
+            self.seed = int.from_bytes(os.urandom(4), "big")
+        self.out = Path(opt.conformance_out) if opt.conformance_out else None
+        self.records: list[CaseResult] = []
+        self.started = datetime.now(UTC)
+        self.is_controller = workerinput is None
+
+    def case_seed(self, nodeid: str) -> int:
+        return zlib.crc32(f"{self.seed}:{nodeid}".encode())
+
+    def replay(self, case_id: str) -> str:
+        return (f"python -m conformance certify --runner-cmd {shlex.quote(self.runner_cmd)} "
+                f"--profile {self.profile} --cases {case_id} --seed {self.seed}")
+
+    def selected(self, row: Case | None, case_id: str) -> bool:
+        if self.patterns and not any(fnmatch.fnmatchcase(case_id, p) for p in self.patterns):
+            return False
+        return row is None or row.feature in PROFILES[self.profile]
+
+    # -- hooks -------------------------------------------------------------------------------
+    def pytest_report_header(self) -> str:
+        return (f"conformance: profile {self.profile}, {len(self.catalogue)} catalogued cases, "
+                f"seed {self.seed} (replay with --conformance-seed {self.seed})")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["conformance_seed"] = self.seed
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        keep: list[pytest.Item] = []
+        dropped: list[pytest.Item] = []
+        for item in items:
+            bound = case_mark(item)
+            if bound is None:
+                keep.append(item)
+                continue
+            case_id, options = bound
+            row = self.catalogue.get(case_id)
+            if not self.selected(row, case_id):
+                dropped.append(item)
+                continue
+            item.stash[STATE] = CaseState(case_id, row, options, case_id in self.baseline,
+                                          self.case_seed(item.nodeid))
+            props = [("case_id", case_id)]
+            if row is not None:
+                props += [("level", row.level), ("family", row.family), ("feature", row.feature),
+                          ("section", row.section)]
+            item.user_properties.extend(props)
+            keep.append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        state = item.stash.get(STATE, None)
+        if state is not None and state.row is None:
+            raise CaseFailed(f"a catalogue row for {state.case_id}",
+                             f"{state.case_id} is not in the catalogue ({item.nodeid})")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        rep = yield
+        state = item.stash.get(STATE, None)
+        if state is None:
+            return rep
+        judge_phase(state, rep, call)
+        if rep.when == "teardown":
+            self._finish(item, state, rep)
+        return rep
+
+    def _finish(self, item: pytest.Item, state: CaseState, rep: pytest.TestReport) -> None:
+        if state.baselined and set(state.phases) <= {"pass"}:
+            rep.outcome = "failed"
+            rep.longrepr = (f"[stale] {state.case_id} is in the baseline but passes now: "
+                            "remove it from the baseline")
+            state.phases.append("stale")
+            state.detail = str(rep.longrepr)
+        status = combine(state.phases)
+        rep.user_properties.append(("status", status))
+        row = state.row
+        secrets = state.secrets()
+        r = CaseResult(
+            id=state.case_id, level=row.level if row else "MUST",
+            family=row.family if row else "unknown", feature=row.feature if row else "core",
+            section=row.section if row else "", requirement=row.requirement if row else "",
+            upstream=row.upstream if row else None, status=status, nodeid=item.nodeid,
+            expected=redact(state.expected, secrets), actual=redact(state.actual, secrets),
+            witness=[redact(w, secrets) for w in state.witness],
+            transcript=[redact(t, secrets) for t in state.transcript],
+            detail=redact(state.detail, secrets), seed=state.seed,
+            duration=round(state.duration, 6), replay=self.replay(state.case_id))
+        rep.conformance = r.__dict__.copy()  # type: ignore[attr-defined]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "conformance", None)
+        if report.when != "teardown" or not isinstance(data, dict):
+            return
+        record = CaseResult(**data)
+        self.records.append(record)
+        if (self.config.option.conformance_exitfirst and record.status == "fail"
+                and record.level == "MUST"):
+            reason = f"first failing MUST: {record.id}"
+            session = getattr(self.config, "_conformance_session", None)
+            if session is not None:
+                session.shouldstop = reason
+            dsession = self.config.pluginmanager.getplugin("dsession")
+            if dsession is not None:
+                dsession.shouldstop = reason
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.config._conformance_session = session  # type: ignore[attr-defined]
+
+    def results(self) -> RunResults:
+        return RunResults(
+            runner_cmd=self.runner_cmd, profile=self.profile, harness_version=harness_version(),
+            started=self.started.isoformat(timespec="seconds"), seed=self.seed,
+            duration=round((datetime.now(UTC) - self.started).total_seconds(), 3),
+            hermes=self.config.option.hermes, baseline=self.baseline_path,
+            cases=merge(self.records))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_controller and self.out is not None:
+            dump(self.results(), self.out / "results.json")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.is_controller or not self.records:
+            return
+        res = RunResults(runner_cmd=self.runner_cmd, profile=self.profile, harness_version="",
+                         started="", seed=self.seed, cases=merge(self.records))
+        tr = terminalreporter
+        tr.write_sep("=", "conformance")
+        (mp, mt), (sp, st) = res.level_figures("MUST"), res.level_figures("SHOULD")
+        counts = ", ".join(f"{n} {s}" for s, n in res.counts().items() if n)
+        tr.write_line(f"MUST {mp}/{mt}  SHOULD {sp}/{st}  ({counts})  seed {self.seed}")
+        for c in res.cases:
+            if c.status in ("fail", "stale"):
+                tr.write_line(f"{c.status.upper():6} {c.id} [{c.level}] {c.requirement}")
+                if c.expected or c.actual:
+                    tr.write_line(f"       expected: {c.expected}")
+                    tr.write_line(f"       actual:   {c.actual}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARK}(case_id, **world_options): a conformance case")
+    plugin = Conformance(config)
+    config.pluginmanager.register(plugin, "conformance-session")
+    if not config.pluginmanager.has_plugin("conformance.casefixtures"):
+        config.pluginmanager.register(casefixtures, "conformance.casefixtures")
+    if plugin.out is not None:
+        _hypothesis_database(config, plugin.out)
+
+
+def _hypothesis_database(config: pytest.Config, out: Path) -> None:
+    """Hypothesis examples of a run are kept under its out dir (restored at unconfigure)."""
+    try:
+        from hypothesis import settings
+        from hypothesis.database import DirectoryBasedExampleDatabase
+    except ImportError:
+        return
+    previous = settings.get_current_profile_name()
+    settings.register_profile(
+        "conformance", database=DirectoryBasedExampleDatabase(str(out / "hypothesis")))
+    settings.load_profile("conformance")
+    config.add_cleanup(lambda: settings.load_profile(previous))

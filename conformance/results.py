@@ -1,0 +1,148 @@
+"""``results.json``: the machine-readable verdicts of one run (schema version 1).
+
+Rules of this module:
+- One record per case: id, level, family, feature, section, requirement, status, expected,
+  actual, witness, transcript (redacted), seed, duration, replay command, nodeid.
+- Statuses: ``pass``, ``fail``, ``not-applicable``, ``expected-fail`` (baselined and failing),
+  ``stale`` (baselined but passing: fails the run). A case's status is the worst of its phases
+  in the order of :data:`PRECEDENCE`.
+- The run passes (exit 0) only when no applicable MUST is ``fail`` and nothing is ``stale``.
+  A failing SHOULD or MAY is reported, counted on the certificate, and does not fail the run.
+- Every string that leaves the harness passes through :func:`redact` with the run's secrets.
+- The JSON Schema (``conformance/report/results.schema.json``, copied to ``docs/``) is the
+  contract; :func:`validate` checks a document against it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+STATUSES = ("pass", "fail", "not-applicable", "expected-fail", "stale")
+#: worst first: the status of a case is the first of these any of its phases produced.
+PRECEDENCE = ("fail", "expected-fail", "stale", "not-applicable", "pass")
+REDACTED = "«redacted»"
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def combine(phase_statuses: Iterable[str]) -> str:
+    seen = set(phase_statuses)
+    for status in PRECEDENCE:
+        if status in seen:
+            return status
+    return "pass"
+
+
+@dataclass
+class CaseResult:
+    id: str
+    level: str
+    family: str
+    feature: str
+    section: str
+    requirement: str
+    status: str
+    nodeid: str = ""
+    upstream: str | None = None
+    expected: str = ""
+    actual: str = ""
+    witness: list[str] = field(default_factory=list)
+    transcript: list[str] = field(default_factory=list)
+    detail: str = ""
+    seed: int = 0
+    duration: float = 0.0
+    replay: str = ""
+
+
+@dataclass
+class RunResults:
+    runner_cmd: str
+    profile: str
+    harness_version: str
+    started: str
+    seed: int
+    duration: float = 0.0
+    hermes: str = "scripted"
+    baseline: str | None = None
+    cases: list[CaseResult] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in STATUSES}
+        for c in self.cases:
+            out[c.status] += 1
+        return out
+
+    def level_figures(self, level: str) -> tuple[int, int]:
+        """(passed, total) over the applicable cases of one level; baselined ones count as not passed."""
+        applicable = [c for c in self.cases if c.level == level and c.status != "not-applicable"]
+        return sum(c.status == "pass" for c in applicable), len(applicable)
+
+    def ok(self) -> bool:
+        return not any(
+            (c.status == "fail" and c.level == "MUST") or c.status == "stale" for c in self.cases
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["summary"] = {
+            "counts": self.counts(),
+            "must": dict(zip(("passed", "total"), self.level_figures("MUST"), strict=True)),
+            "should": dict(zip(("passed", "total"), self.level_figures("SHOULD"), strict=True)),
+            "ok": self.ok(),
+        }
+        order = ["schema_version"] + [k for k in d if k != "schema_version"]
+        return {k: d[k] for k in order}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResults:
+        data = dict(data)
+        data.pop("summary", None)
+        cases = [CaseResult(**c) for c in data.pop("cases", [])]
+        return cls(cases=cases, **data)
+
+
+def schema() -> dict[str, Any]:
+    text = resources.files("conformance.report").joinpath("results.schema.json").read_text()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def validate(doc: dict[str, Any]) -> None:
+    """Raise ``jsonschema.ValidationError`` unless ``doc`` is a valid results document."""
+    import jsonschema
+
+    jsonschema.validate(doc, schema())
+
+
+def dump(results: RunResults, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results.to_dict(), indent=2, ensure_ascii=False) + "\n")
+
+
+class ResultsError(ValueError):
+    """A results file cannot be read (one-line message)."""
+
+
+def load(path: str | Path) -> RunResults:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"cannot read results {p}: {type(exc).__name__}") from None
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        raise ResultsError(f"{p}: not a results.json of schema version {SCHEMA_VERSION}")
+    try:
+        return RunResults.from_dict(data)
+    except TypeError as exc:
+        raise ResultsError(f"{p}: malformed results ({exc})") from None

@@ -1,0 +1,173 @@
+"""Units of the engine: verdicts, baselines, results, compare, spec coverage, badge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance import baseline, spec_coverage
+from conformance.catalogue import Case, Catalogue
+from conformance.compare import diff, matrix_markdown
+from conformance.compare import main as compare_main
+from conformance.report import render_html
+from conformance.report.badge import certification_badge
+from conformance.results import CaseResult, RunResults, combine, dump, redact, validate
+from conformance.verdict import CaseFailed, expect
+
+
+def test_case_failed_carries_expected_actual_witness() -> None:
+    with pytest.raises(CaseFailed) as ei:
+        expect(1 == 2, expected="one effect", actual="2 effects", witness=["a", "b"])
+    e = ei.value
+    assert isinstance(e, AssertionError)
+    assert (e.expected, e.actual, e.witness) == ("one effect", "2 effects", ("a", "b"))
+    assert str(e) == "expected: one effect\nactual:   2 effects\nwitness:\n  a\n  b"
+    expect(True, expected="x", actual="y")  # a kept promise raises nothing
+
+
+def test_baseline_formats() -> None:
+    assert baseline.parse("GEN-001\n# comment\nDED-002  # why\n\n") == {"GEN-001", "DED-002"}
+    assert baseline.parse('["GEN-001"]') == {"GEN-001"}
+    assert baseline.parse('{"cases": ["TT-010"]}') == {"TT-010"}
+    results = {"cases": [{"id": "GEN-001", "status": "fail"}, {"id": "GEN-002", "status": "pass"},
+                         {"id": "GEN-003", "status": "expected-fail"}]}
+    assert baseline.parse(json.dumps(results)) == {"GEN-001", "GEN-003"}
+    with pytest.raises(baseline.BaselineError, match="not a case ID"):
+        baseline.parse("GEN-001 DED-002\n")
+    with pytest.raises(baseline.BaselineError, match="not valid JSON"):
+        baseline.parse("[GEN-001")
+    assert baseline.render(["B-001", "A-001"], header="x") == "# x\nA-001\nB-001\n"
+
+
+def test_unreadable_baseline_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(baseline.BaselineError) as ei:
+        baseline.load(tmp_path / "nope")
+    assert "\n" not in str(ei.value) and "cannot read baseline" in str(ei.value)
+
+
+def test_redact_and_combine() -> None:
+    assert redact("token=abcd1234 and abcd1234", {"abcd1234", ""}) == "token=«redacted» and «redacted»"
+    assert combine(["pass", "not-applicable"]) == "not-applicable"
+    assert combine(["pass", "stale"]) == "stale"
+    assert combine(["expected-fail", "fail"]) == "fail"
+    assert combine([]) == "pass"
+
+
+def rec(cid: str, status: str, level: str = "MUST") -> CaseResult:
+    return CaseResult(id=cid, level=level, family="generations", feature="core", section="2.4",
+                      requirement=f"x {level} y", status=status)
+
+
+def run(*cases: CaseResult) -> RunResults:
+    return RunResults(runner_cmd="r --config {config}", profile="core", harness_version="0",
+                      started="2026-12-01T00:00:00+00:00", seed=1, cases=list(cases))
+
+
+def test_ok_only_when_no_applicable_must_fails_and_nothing_is_stale() -> None:
+    assert run(rec("GEN-001", "pass"), rec("GEN-002", "expected-fail")).ok()
+    assert run(rec("GEN-001", "pass"), rec("DED-001", "fail", "SHOULD")).ok()
+    assert run(rec("GEN-001", "not-applicable")).ok()
+    assert not run(rec("GEN-001", "fail")).ok()
+    assert not run(rec("GEN-001", "stale")).ok()
+    r = run(rec("GEN-001", "pass"), rec("GEN-002", "expected-fail"), rec("GEN-003", "not-applicable"))
+    assert r.level_figures("MUST") == (1, 2)
+    validate(r.to_dict())
+
+
+def test_diff_names_regressions_fixes_and_new_cases() -> None:
+    a = run(rec("GEN-001", "pass"), rec("GEN-002", "fail"), rec("GEN-003", "pass"),
+            rec("GEN-005", "pass"))
+    b = run(rec("GEN-001", "fail"), rec("GEN-002", "pass"), rec("GEN-003", "pass"),
+            rec("GEN-004", "fail"))
+    d = diff(a, b)
+    assert d.regressions == [("GEN-001", "pass", "fail")]
+    assert d.fixes == [("GEN-002", "fail", "pass")]
+    assert d.new == [("GEN-004", "fail")]
+    assert d.removed == [("GEN-005", "pass")]
+    md = matrix_markdown([("A", a), ("B", b)])
+    assert "| GEN-001 | pass | fail |" in md and "| GEN-005 | pass | — |" in md
+
+
+def test_compare_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    dump(run(rec("GEN-001", "pass")), a)
+    dump(run(rec("GEN-001", "fail")), b)
+    assert compare_main([str(a), str(b)]) == 1  # a regression
+    assert "GEN-001: pass -> fail" in capsys.readouterr().out
+    assert compare_main([str(b), str(a)]) == 0  # a fix
+    (tmp_path / "junk.json").write_text("{}")
+    assert compare_main([str(a), str(tmp_path / "junk.json")]) == 2
+    assert "not a results.json" in capsys.readouterr().err
+
+
+def test_report_escapes_markup_and_redacts() -> None:
+    bad = rec("GEN-001", "fail")
+    bad.actual = "<script>alert(1)</script> sekrit-123456"
+    bad.transcript = ["<- 200 <b>bold</b>"]
+    html = render_html(run(bad), secrets={"sekrit-123456"})
+    assert "<script>alert" not in html and "&lt;script&gt;" in html
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html and "sekrit-123456" not in html
+
+
+def test_badge_colour_follows_the_verdict() -> None:
+    assert "#2ea043" in certification_badge("core", 3, 3, True)
+    assert "#cf222e" in certification_badge("core", 2, 3, False)
+    assert "&lt;" in certification_badge("<core>", 0, 0, True)
+
+
+SAMPLE_SPEC = """\
+# Sample
+
+## 2.4 Epochs
+
+A runner MUST drop its channels on a new epoch. [cases: GEN-001, GEN-002] It MAY log it.
+A stale result SHOULD be refused [cases: GEN-002] and the runner keeps going.
+The runner MUST NOT retry after runner_unauthorized.
+
+- The token MUST never be printed. [cases: CFG-404]
+- Plain list item.
+
+| rule | cases |
+|---|---|
+| Lease ids MUST be opaque. [cases: GEN-001] | |
+| Tool ids SHOULD be stable. | |
+
+```
+The runner MUST ignore this code block.
+```
+<!-- A comment MUST be ignored. -->
+"""
+
+
+def test_spec_coverage_on_a_sample_document() -> None:
+    cat = Catalogue([
+        Case("GEN-001", "MUST", "x MUST y", "2.4", "generations"),
+        Case("GEN-002", "MUST", "x MUST y", "2.4", "generations"),
+    ])
+    findings = spec_coverage.check(SAMPLE_SPEC, cat)
+    got = [(f.line, f.problem, f.sentence[:30]) for f in findings]
+    assert got == [
+        (7, "normative sentence without case IDs", "The runner MUST NOT retry afte"),
+        (9, "unknown case CFG-404", "- The token MUST never be prin"),
+        (15, "normative sentence without case IDs", "| Tool ids SHOULD be stable. |"),
+    ]
+
+
+def test_spec_coverage_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = tmp_path / "p.md"
+    doc.write_text("The runner MUST exit 0.\n")
+    assert spec_coverage.main([str(doc)]) == 1
+    assert "line 1: normative sentence without case IDs" in capsys.readouterr().out
+    doc.write_text("The runner may exit.\n")
+    assert spec_coverage.main([str(doc)]) == 0
+    assert spec_coverage.main([str(tmp_path / "missing.md")]) == 2
+
+
+def test_protocol_md_normative_sentences_carry_case_ids() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text()
+    if "[cases:" not in text:
+        pytest.skip("docs/protocol.md carries no [cases: …] tags yet (they land with the cases)")
+    findings = spec_coverage.check(text)
+    assert not findings, "\n".join(map(str, findings[:40]))
