@@ -82,7 +82,7 @@ class TeamGrant:
         return {t["id"]: self.handle for t in self.tools}
 
     def hold(self, op: str) -> Hold:
-        """Hold the next call of ``op`` before it executes (until ``release()``)."""
+        """Hold the next call of ``op`` before it executes (until ``release()`` or revocation)."""
         h = self.holds[op] = Hold()
         return h
 
@@ -91,8 +91,8 @@ class TeamGrant:
         try:
             op = op_of(self.tag, tool_id)
             self._check_live()
-            hold = self.holds.pop(op.name, None)
-            if hold is not None:
+            hold = self.holds.get(op.name)
+            if hold is not None and not hold.reached.is_set():
                 await hold.wait()
             async with self.desk.lock:
                 self._check_live()  # revoked while held or while waiting for the lock
