@@ -34,7 +34,7 @@ TEAM_CODES: dict[str, Code] = _table(
     Code("team_not_a_member", 409, "the member is not in the task's team"),
     Code("team_task_state", 409, "the task is not in a state that allows this step"),
     Code("team_version_conflict", 409, "the task changed since it was read"),
-    Code("team_grant_revoked", 410, "team tool grant revoked"),
+    Code("team_grant_revoked", 403, "team tool grant revoked"),
     Code("team_tool_unknown", 404, "tool not found"),
 )
 

@@ -9,8 +9,9 @@ Rules:
   names and real ids of its own, and its handlers accept only its own ids: a call of another
   grant's id is ``team_tool_unknown``. The world is shared: both administrators see one workspace.
 - Revoking a grant (``TeamDesk.revoke``) marks it revoked and drops its hub lease: calls not yet
-  executed — including one held or waiting for the lock at that moment — are refused with 410
-  ``team_grant_revoked`` (or the hub's 410 ``runner_lease_expired``); nothing executes after.
+  executed — including one held or waiting for the lock at that moment — are refused with 403
+  ``team_grant_revoked`` (403, not 410: a 410 makes the runner dispose the lease at once) or, once
+  the hub lease is gone, the hub's 410 ``runner_lease_expired``; nothing executes after.
 - Reports are delivered as ``gateway.rpc prompt.submit {session_id, text}`` on the channel of
   the grant whose session the task came from. Deliver when that session is idle: Hermes 0.19.0
   queues a prompt sent during a turn and interrupts the running turn.

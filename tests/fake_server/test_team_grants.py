@@ -86,10 +86,10 @@ async def test_revoked_mid_flight_nothing_executes_after() -> None:
     await asyncio.wait_for(hold.reached.wait(), 5)
     desk.revoke(None, ana)
     status, body = await call
-    assert (status, body["code"]) == (410, "team_grant_revoked")
+    assert (status, body["code"]) == (403, "team_grant_revoked")
     status, body = await relay(ana, "form_team", {"requestId": "t", "name": "x",
                                                   "members": ["Ada"]})
-    assert (status, body["code"]) == (410, "team_grant_revoked")
+    assert (status, body["code"]) == (403, "team_grant_revoked")
     assert desk.world.executions == 0 and desk.world.members == {}
     assert (ana.stats.calls, ana.stats.refused, ana.stats.executed) == (2, 2, 0)
 
@@ -101,7 +101,7 @@ async def test_a_call_waiting_for_the_lock_when_revoked_is_refused() -> None:
             "requestId": "m1", "name": "Ada", "profile": "default"}))
         await asyncio.sleep(0)
         desk.revoke(None, ana)
-    assert (await call)[0] == 410 and desk.world.executions == 0
+    assert (await call)[0] == 403 and desk.world.executions == 0
 
 
 class FakeCP:
