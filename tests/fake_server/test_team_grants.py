@@ -116,10 +116,12 @@ class FakeCP:
 async def test_the_report_goes_into_the_originating_session() -> None:
     desk, ana, ben = two_grants()
     ana.channel, ben.channel = "channel-a", "channel-b"
-    for op, args in [("create_member", {"name": "Ada", "profile": "default"}),
-                     ("form_team", {"name": "core", "members": ["Ada"]}),
-                     ("create_task", {"team": "core", "title": "ship", "goal": "Ship v1"}),
-                     ("assign_task", {"task": "ship", "member": "Ada"})]:
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("create_member", {"name": "Ada", "profile": "default"}),
+        ("form_team", {"name": "core", "members": ["Ada"]}),
+        ("create_task", {"team": "core", "title": "ship", "goal": "Ship v1"}),
+        ("assign_task", {"task": "ship", "member": "Ada"})]
+    for op, args in steps:
         assert (await relay(ana, op, {**args, "requestId": op}))[0] == 200
     for op, args in [("review_task", {"task": "ship", "verdict": "approve"}),
                      ("complete_goal", {"task": "ship", "summary": "shipped"})]:
