@@ -1,0 +1,62 @@
+"""Acceptance, scripted variant: the control plane (in process) + the scripted Hermes
+(``fixtures.hermes``, its bridge plugin calling the runner's listener) + the runner under test
+(a black-box subprocess). One Hermes, one runner and one scenario run for the module."""
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from fixtures.hermes import ScriptedHermes
+
+from . import checks
+from .drive import Run, run_scenario
+from .scenario import scripted_hermes_script
+from .sides import ScriptedSide
+from .world import plane
+
+pytestmark = [
+    pytest.mark.acceptance,
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.xdist_group("acceptance_scripted"),
+    pytest.mark.timeout(300),
+]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def scenario(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Run, Any]]:
+    t0 = time.monotonic()
+    async with ScriptedHermes(scripted_hermes_script(), time_scale=0) as hermes:
+        side = ScriptedSide(hermes)
+        async with plane(hermes.url, tmp_path_factory.mktemp("node"),
+                         lambda: hermes.secrets) as p:
+            run = await run_scenario(p.cp, p.runner_id, side)
+            run.timings["runner_online_s"] = p.online_s
+            run.timings["wall_s"] = time.monotonic() - t0
+            checks.report(run, side)
+            yield run, side
+        assert hermes.effects.count("fixture.error") == 0
+
+
+async def test_tool_calls_agree_at_every_hop(scenario: tuple[Run, Any]) -> None:
+    checks.hops_agree(scenario[0])
+
+
+async def test_lifecycle_ends_with_a_report_into_the_originating_session(
+        scenario: tuple[Run, Any]) -> None:
+    checks.lifecycle_and_report_back(*scenario)
+
+
+async def test_a_repeated_request_id_creates_nothing_twice(scenario: tuple[Run, Any]) -> None:
+    checks.repeated_request_id_creates_nothing_twice(scenario[0])
+
+
+async def test_two_administrators_at_once(scenario: tuple[Run, Any]) -> None:
+    checks.two_administrators_without_cross_talk(scenario[0])
+
+
+async def test_revocation_mid_flight_stops_the_tools(scenario: tuple[Run, Any]) -> None:
+    checks.revocation_stops_the_tools(scenario[0])
