@@ -37,7 +37,7 @@ async def startup_floor(runner_cmd: str, starts: int) -> list[float]:
     figures: list[float] = []
     async with open_world(runner_cmd=runner_cmd, start_runner=False) as world:
         for _ in range(starts):
-            after = world.cp.history.last_seq()
+            after = world.cp.history.last_seq
             t0 = time.perf_counter()
             await world.start_runner(wait_online=False)
             await world.cp.history.wait_for(
@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
           f"min {min(floor) * 1000:.0f} ms  max {max(floor) * 1000:.0f} ms  (n={len(floor)})")
 
     wall, results, rc = run_certify(args.runner_cmd, args.profile, args.jobs)
-    cases = list(results.get("cases", [])) if isinstance(results.get("cases"), list) else []
+    raw = results.get("cases")
+    cases = list(raw) if isinstance(raw, list) else []
     n = len(cases)
     durations = [float(c.get("duration") or 0.0) for c in cases if isinstance(c, dict)]
     mean = statistics.mean(durations) if durations else 0.0
