@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import os
 import shlex
@@ -43,9 +42,12 @@ NOT_WRITTEN = "case not written yet"
 
 
 def engine_missing() -> str | None:
-    """Why the engine cannot run here, or None."""
+    """Why the engine cannot run here, or None. The plugin must sit in the same ``conformance``
+    package as the one imported (an editable install of another checkout could otherwise mix
+    two versions of the suite)."""
     try:
-        if importlib.util.find_spec("conformance.plugin") is None:
+        pkg = importlib.import_module("conformance")
+        if pkg.__file__ is None or not (Path(pkg.__file__).parent / "plugin.py").is_file():
             return NO_ENGINE
         importlib.import_module("conformance.catalogue")
     except ImportError:
@@ -76,8 +78,22 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_cases(cmd: str, ids: Iterable[str], timeout: float = SESSION_TIMEOUT) -> dict[str, str]:
-    """One pytest session of the suite for ``ids`` against ``cmd``: case id → status."""
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    why: str = ""   # expected → actual (or the first line of the detail) of a failure
+
+
+def _why(case: dict[str, object]) -> str:
+    expected, actual = str(case.get("expected") or ""), str(case.get("actual") or "")
+    if expected or actual:
+        return f"expected {expected[:80]}; actual {actual[:80]}"
+    detail = str(case.get("detail") or "").strip().splitlines()
+    return detail[-1][:160] if detail else ""
+
+
+def run_cases(cmd: str, ids: Iterable[str], timeout: float = SESSION_TIMEOUT) -> dict[str, Outcome]:
+    """One pytest session of the suite for ``ids`` against ``cmd``: case id → outcome."""
     ids = sorted(set(ids))
     if not ids:
         return {}
@@ -96,7 +112,7 @@ def run_cases(cmd: str, ids: Iterable[str], timeout: float = SESSION_TIMEOUT) ->
         except (OSError, ValueError):
             raise RuntimeError(f"no results.json from the suite (exit {proc.returncode}):\n"
                                f"{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}") from None
-    return {c["id"]: c["status"] for c in doc.get("cases", [])}
+    return {c["id"]: Outcome(c["status"], _why(c)) for c in doc.get("cases", [])}
 
 
 @dataclass
@@ -104,9 +120,13 @@ class Verdict:
     name: str
     declared: tuple[str, ...]
     missing: list[str] = field(default_factory=list)
-    statuses: dict[str, str] = field(default_factory=dict)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
     seconds: float = 0.0
     reason: str = ""
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        return {c: o.status for c, o in self.outcomes.items()}
 
     @property
     def caught(self) -> list[str]:
@@ -137,7 +157,7 @@ def verify(control: Control, known: set[str] | None = None) -> Verdict:
     v.reason = why or NOT_WRITTEN
     present = [c for c in control.cases if c not in v.missing]
     start = time.monotonic()
-    v.statuses = run_cases(runner_cmd(control.name), present)
+    v.outcomes = run_cases(runner_cmd(control.name), present)
     v.seconds = time.monotonic() - start
     return v
 
@@ -153,19 +173,31 @@ def verify_reference(controls: Iterable[Control] = CONTROLS,
     v.missing = [c for c in declared if why or c not in known]
     v.reason = why or NOT_WRITTEN
     start = time.monotonic()
-    v.statuses = run_cases(runner_cmd(None), [c for c in declared if c not in v.missing])
+    v.outcomes = run_cases(runner_cmd(None), [c for c in declared if c not in v.missing])
     v.seconds = time.monotonic() - start
     return v
 
 
 def reference_failures(v: Verdict) -> list[str]:
-    return [f"{c}={s}" for c, s in sorted(v.statuses.items()) if s not in ("pass",)]
+    """Declared cases the reference runner does not pass (written cases that did not run too)."""
+    return [f"{c}={v.statuses.get(c, 'not run')}" for c in v.declared
+            if c not in v.missing and v.statuses.get(c) != "pass"]
 
 
-def table(verdicts: Iterable[Verdict]) -> str:
+def reference_row(v: Verdict) -> str:
+    bad = reference_failures(v)
+    ran = len(v.declared) - len(v.missing)
+    word = f"FAILS {', '.join(bad)}" if bad else f"passes all {ran} written cases"
+    return (f"{v.name:34} {f'{len(v.declared)} declared cases':30} {word}; "
+            f"{len(v.missing)} not written yet [{v.seconds:.1f} s]")
+
+
+def table(verdicts: Iterable[Verdict], reasons: bool = False) -> str:
     rows = [f"{'control':34} {'catching cases':30} verdict"]
     for v in verdicts:
         rows.append(f"{v.name:34} {','.join(v.declared):30} {v.word} [{v.seconds:.1f} s]")
+        if reasons:
+            rows += [f"{'':36}{c}: {o.why}" for c, o in sorted(v.outcomes.items()) if o.why]
     return "\n".join(rows)
 
 
@@ -173,16 +205,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m negative_controls.verify")
     p.add_argument("names", nargs="*", help="controls to verify (default: all)")
     p.add_argument("-j", "--jobs", type=int, default=2)
+    p.add_argument("--why", action="store_true", help="show why each case failed")
     args = p.parse_args(argv)
     rows = [BY_NAME[n] for n in args.names] if args.names else list(CONTROLS)
     known = catalogued()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         verdicts = list(pool.map(lambda c: verify(c, known), rows))
     ref = verify_reference(rows, known)
-    print(table(verdicts))
+    print(table(verdicts, reasons=args.why))
+    print(reference_row(ref))
     bad_ref = reference_failures(ref)
-    print(f"reference runner: {'passes' if not bad_ref else 'FAILS ' + ', '.join(bad_ref)}"
-          f" ({len(ref.statuses)} cases run, {len(ref.missing)} not written yet)")
     return 1 if bad_ref or any(v.escaped for v in verdicts) else 0
 
 
