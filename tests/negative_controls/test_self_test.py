@@ -7,13 +7,18 @@ declared IDs as ``--conformance-cases``; verdicts come from that session's ``res
 A declared case that passes (or is not-applicable, or did not run) fails this test and is named.
 A declared case not in the catalogue yet makes the test xfail ("case not written yet") — never a
 silent pass. Run with ``-n 2``; the table control → cases → verdict is printed at the end.
+``NEGCTL_ONLY`` (comma list of name patterns) selects controls, e.g. to shard over machines.
 """
 from __future__ import annotations
+
+import fnmatch
+import os
 
 import pytest
 
 from negative_controls.registry import CONTROLS
 from negative_controls.verify import (
+    SESSION_TIMEOUT,
     Outcome,
     Verdict,
     catalogued,
@@ -25,10 +30,21 @@ from negative_controls.verify import (
 )
 
 KNOWN = catalogued()
+#: ``NEGCTL_ONLY="claim-*,skip-admit"`` runs only those controls (the rest are skipped, never
+#: passed), e.g. to shard the self-test over CI machines.
+ONLY = [p.strip() for p in os.environ.get("NEGCTL_ONLY", "").split(",") if p.strip()]
+SESSION = pytest.mark.timeout(SESSION_TIMEOUT + 60)
 
 
+def _selected(name: str) -> bool:
+    return not ONLY or any(fnmatch.fnmatchcase(name, p) for p in ONLY)
+
+
+@SESSION
 @pytest.mark.parametrize("control", CONTROLS, ids=[c.name for c in CONTROLS])
 def test_control_is_caught_by_its_cases(control, record_property) -> None:
+    if not _selected(control.name):
+        pytest.skip("not selected by NEGCTL_ONLY")
     v = verify(control, KNOWN)
     record_property("negctl_row", table([v], reasons=True).split("\n", 1)[1])
     escaped = ", ".join(f"{c}={v.statuses.get(c, 'not run')}" for c in v.escaped)
@@ -37,8 +53,9 @@ def test_control_is_caught_by_its_cases(control, record_property) -> None:
         pytest.xfail(f"{v.reason}: {', '.join(v.missing)}")
 
 
+@SESSION
 def test_reference_runner_passes_every_declared_case(record_property) -> None:
-    v = verify_reference(CONTROLS, KNOWN)
+    v = verify_reference([c for c in CONTROLS if _selected(c.name)], KNOWN)
     record_property("negctl_row", reference_row(v))
     assert not reference_failures(v), f"the reference runner fails {reference_failures(v)}"
     if v.missing:
