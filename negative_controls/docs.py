@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from .control import FAMILIES, Control
-from .registry import CONTROLS
+from .registry import CONTROLS, PROPERTY_CONTROLS
 
 PATH = Path(__file__).resolve().parent.parent / "docs" / "negative-controls.md"
 
@@ -58,6 +58,10 @@ def render(rows: tuple[Control, ...] = CONTROLS) -> str:
         out += [f"## {family}", "",
                 "| control | bug | real failure mode | seam patched | must be caught by |",
                 "|---|---|---|---|---|", *(_row(c) for c in fam), ""]
+    out += ["## For the property machines", "",
+            "These controls break a state-machine rule (ledger, epochs, dedupe, tombstones); a "
+            "stateful property machine must find each of them:",
+            ", ".join(f"`{n}`" for n in PROPERTY_CONTROLS) + ".", ""]
     return "\n".join(out)
 
 

@@ -24,6 +24,15 @@ CONTROLS: tuple[Control, ...] = (
 )
 BY_NAME: dict[str, Control] = {c.name: c for c in CONTROLS}
 
+#: Controls whose bug is a broken state-machine rule (ledger, epochs, dedupe), for the property
+#: machines of the next step: a stateful machine must find each one.
+PROPERTY_CONTROLS: tuple[str, ...] = (
+    "ledger-in-memory", "rerun-started-rows", "retire-deletes-rows", "claim-upserts",
+    "ignore-fingerprint", "rerun-inflight-redelivery", "write-behind-receipts",
+    "result-lost-on-5xx", "keep-channels-on-new-epoch", "keep-leases-on-new-epoch",
+    "stale-epoch-header", "no-tombstone", "no-lease-tombstone",
+)
+
 
 class RegistryError(ValueError):
     """The table breaks one of its rules."""
@@ -43,6 +52,9 @@ def check(rows: tuple[Control, ...] = CONTROLS) -> None:
     missing = [f for f in FAMILIES if not any(r.family == f for r in rows)]
     if missing:
         raise RegistryError(f"families without a control: {', '.join(missing)}")
+    unknown = [n for n in PROPERTY_CONTROLS if n not in names]
+    if rows is CONTROLS and unknown:
+        raise RegistryError(f"PROPERTY_CONTROLS names no control: {', '.join(unknown)}")
 
 
 def get(name: str) -> Control:
