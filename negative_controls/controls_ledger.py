@@ -1,0 +1,116 @@
+"""Negative controls of the command ledger: dedupe and incomplete receipts (protocol 1 §4)."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from runner_ref.ledger import DeliveryDecision, Row, State
+from runner_ref.poll_loop import result_body
+
+from .control import Control, const
+
+#: how long the write-behind control keeps a receipt in memory before writing it
+WRITE_BEHIND = 5.0
+
+
+def _in_memory(orig: Any) -> Any:
+    async def open(cls: Any, path: str) -> Any:
+        return await orig(cls, ":memory:")
+    return open
+
+
+def _rerun_started(orig: Any) -> Any:
+    def decide(row: Row | None, in_flight: str | None, fingerprint: str) -> DeliveryDecision:
+        decision = orig(row, in_flight, fingerprint)
+        if decision is DeliveryDecision.UNCERTAIN and row is not None \
+                and row.state is State.STARTED:
+            return DeliveryDecision.START   # "it never finished, so run it again"
+        return decision   # type: ignore[no-any-return]
+    return decide
+
+
+def _upsert_claim(orig: Any) -> Any:
+    def _sql_claim(n: int) -> str:
+        sql: str = orig(n)
+        return sql.replace("INSERT INTO", "INSERT OR REPLACE INTO").replace(
+            " ON CONFLICT(id) DO NOTHING", "")
+    return _sql_claim
+
+
+def _rerun_inflight(orig: Any) -> Any:
+    def _spawn(self: Any, cmd: Any, epoch: str) -> None:
+        if isinstance(cmd, dict) and isinstance(cmd.get("id"), str) and cmd["id"] in self._handling:
+            async def retry() -> None:   # the first attempt is presumed lost: run it again
+                reply = await self._admit_and_execute(cmd, epoch)
+                with contextlib.suppress(Exception):
+                    await self.machine.post_encoded("result", result_body(cmd["id"], reply, None),
+                                                    epoch=epoch)
+            task = asyncio.create_task(retry())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        orig(self, cmd, epoch)
+    return _spawn
+
+
+def _successes_only(orig: Any) -> Any:
+    async def complete(self: Any, command_id: str, result_json: str) -> None:
+        if result_json.startswith('{"error"'):
+            return   # only successful runs get a receipt
+        await orig(self, command_id, result_json)
+    return complete
+
+
+def _write_behind(orig: Any) -> Any:
+    async def complete(self: Any, command_id: str, result_json: str) -> None:
+        async def later() -> None:
+            await asyncio.sleep(WRITE_BEHIND)
+            with contextlib.suppress(Exception):
+                await orig(self, command_id, result_json)
+        task = asyncio.ensure_future(later())
+        pending = self.__dict__.setdefault("_nc_pending", set())
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+    return complete
+
+
+LS = "runner_ref.ledger_store"
+
+CONTROLS: tuple[Control, ...] = (
+    Control("ledger-in-memory", "receipts",
+            "Keeps the command ledger in memory, so a restart forgets every receipt.",
+            "receipts not durable: every redelivery after a restart runs again",
+            f"{LS}:LedgerStore.open", ("DED-004", "INC-001", "INC-004"), _in_memory),
+    Control("rerun-started-rows", "receipts",
+            "Runs a command again when its row is 'started' after a restart.",
+            "crash recovery that retries the interrupted job (duplicate deploys, double charges)",
+            "runner_ref.poll_loop:decide", ("INC-001", "INC-002", "INC-003", "DED-004"),
+            _rerun_started),
+    Control("retire-deletes-rows", "receipts",
+            "Retirement deletes old rows instead of keeping them as 'retired'.",
+            "ledger garbage collection that forgets ids, so a late redelivery runs again",
+            f"{LS}:SQL_RETIRE", ("INC-005",),
+            const("DELETE FROM commands WHERE state='complete' AND created < ?")),
+    Control("ignore-fingerprint", "dedupe",
+            "Dedupes by command id only: another payload under the same id replays the reply.",
+            "idempotency keys without a request fingerprint (reused ids get a wrong answer)",
+            "runner_ref.poll_loop:command_fingerprint", ("DED-003", "DED-004"),
+            const(lambda cmd: f"id:{cmd.get('id')}")),
+    Control("claim-upserts", "dedupe",
+            "Claims with INSERT OR REPLACE, so every delivery overwrites the row and runs.",
+            "duplicate job execution: an upsert where an insert-if-absent was needed",
+            f"{LS}:_sql_claim", ("DED-002", "DED-006", "INC-001", "REC-004"), _upsert_claim),
+    Control("rerun-inflight-redelivery", "dedupe",
+            "Runs a redelivered command again while the first delivery is still running.",
+            "a job re-dispatched after a missed heartbeat runs twice (CI runner incidents)",
+            "runner_ref.poll_loop:PollLoop._spawn", ("DED-005", "DED-001"), _rerun_inflight),
+    Control("refusals-not-stored", "dedupe",
+            "Stores only successful replies; refusals and errors leave the row 'started'.",
+            "receipts only for successes: a replayed refusal turns uncertain or re-admits",
+            f"{LS}:LedgerStore.complete", ("DED-008", "INC-006"), _successes_only),
+    Control("write-behind-receipts", "receipts",
+            f"Writes each receipt in the background {WRITE_BEHIND:g} s later; the result is posted at once.",
+            "write-behind caching of receipts: a crash after reporting loses the receipt",
+            f"{LS}:LedgerStore.complete", ("INC-004", "INC-006"), _write_behind),
+)

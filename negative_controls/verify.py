@@ -1,0 +1,222 @@
+"""The self-test's driver: run each control's catching cases through the conformance engine.
+
+Rules of this module:
+- A control is run as a black box, like any vendor runner: one pytest session of the suite
+  (``pytest --pyargs conformance.cases -p conformance.plugin``) with
+  ``--runner-cmd "<python> -m negative_controls NAME --config {config}"``, the control's case IDs
+  as ``--conformance-cases`` and ``--conformance-out``; the verdicts are read from the
+  session's ``results.json`` (one session per control, never one per case).
+- A declared case is *caught* when its status is ``fail``; ``pass``, ``not-applicable`` or a
+  case that did not run is *escaped*. A declared case absent from the catalogue is *missing*
+  (not written yet); with no engine at all every case is missing.
+- The reference runner (``python -m runner_ref``) runs the union of the declared cases that
+  exist, and must pass every one of them.
+- ``python -m negative_controls.verify [NAME …] [-j N]`` prints the table control → catching
+  cases → verdict and exits 1 when a control escapes or the reference fails a case.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .control import Control
+from .registry import BY_NAME, CONTROLS
+
+ROOT = Path(__file__).resolve().parent.parent
+SESSION_TIMEOUT = 900.0
+INI = ("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+       "timeout = 180\n")
+NO_ENGINE = "the conformance engine (conformance.plugin) is not on this branch yet"
+NOT_WRITTEN = "case not written yet"
+
+
+def engine_missing() -> str | None:
+    """Why the engine cannot run here, or None. The plugin must sit in the same ``conformance``
+    package as the one imported (an editable install of another checkout could otherwise mix
+    two versions of the suite)."""
+    try:
+        pkg = importlib.import_module("conformance")
+        if pkg.__file__ is None or not (Path(pkg.__file__).parent / "plugin.py").is_file():
+            return NO_ENGINE
+        importlib.import_module("conformance.catalogue")
+    except ImportError:
+        return NO_ENGINE
+    return None
+
+
+def catalogued() -> set[str]:
+    """The case IDs of the catalogue (empty without the engine)."""
+    if engine_missing():
+        return set()
+    cat = importlib.import_module("conformance.catalogue").CATALOGUE
+    return set(cat.ids())
+
+
+def runner_cmd(control: str | None) -> str:
+    py = shlex.quote(sys.executable)
+    if control is None:
+        return f"{py} -m runner_ref --config {{config}}"
+    return f"{py} -m negative_controls {shlex.quote(control)} --config {{config}}"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    why: str = ""   # expected → actual (or the first line of the detail) of a failure
+
+
+def _why(case: dict[str, object]) -> str:
+    expected, actual = str(case.get("expected") or ""), str(case.get("actual") or "")
+    if expected or actual:
+        return f"expected {expected[:80]}; actual {actual[:80]}"
+    detail = str(case.get("detail") or "").strip().splitlines()
+    return detail[-1][:160] if detail else ""
+
+
+def run_cases(cmd: str, ids: Iterable[str], timeout: float = SESSION_TIMEOUT) -> dict[str, Outcome]:
+    """One pytest session of the suite for ``ids`` against ``cmd``: case id → outcome."""
+    ids = sorted(set(ids))
+    if not ids:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="negctl-") as tmp:
+        out = Path(tmp) / "out"
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text(INI)
+        argv = [sys.executable, "-m", "pytest", "--pyargs", "conformance.cases",
+                "--rootdir", str(ROOT), "-c", str(ini), "-p", "conformance.plugin",
+                "-p", "no:cacheprovider", "-q", "--runner-cmd", cmd,
+                "--conformance-cases", ",".join(ids), "--conformance-out", str(out)]
+        proc = subprocess.run(argv, cwd=tmp, env=_env(), capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        try:
+            doc = json.loads((out / "results.json").read_text())
+        except (OSError, ValueError):
+            raise RuntimeError(f"no results.json from the suite (exit {proc.returncode}):\n"
+                               f"{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}") from None
+    return {c["id"]: Outcome(c["status"], _why(c)) for c in doc.get("cases", [])}
+
+
+@dataclass
+class Verdict:
+    name: str
+    declared: tuple[str, ...]
+    missing: list[str] = field(default_factory=list)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    seconds: float = 0.0
+    reason: str = ""
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        return {c: o.status for c, o in self.outcomes.items()}
+
+    @property
+    def caught(self) -> list[str]:
+        return [c for c in self.declared if self.statuses.get(c) == "fail"]
+
+    @property
+    def escaped(self) -> list[str]:
+        return [c for c in self.declared if c not in self.missing
+                and self.statuses.get(c) != "fail"]
+
+    @property
+    def word(self) -> str:
+        if self.escaped:
+            return "ESCAPED " + ",".join(f"{c}={self.statuses.get(c, 'not run')}"
+                                         for c in self.escaped)
+        if self.missing:
+            return ("caught " + ",".join(self.caught) + "; " if self.caught else "") + \
+                f"xfail ({self.reason}: {','.join(self.missing)})"
+        return "caught by " + ",".join(self.caught)
+
+
+def verify(control: Control, known: set[str] | None = None) -> Verdict:
+    """Run ``control``'s declared cases against it."""
+    why = engine_missing()
+    known = catalogued() if known is None else known
+    v = Verdict(control.name, control.cases)
+    v.missing = [c for c in control.cases if why or c not in known]
+    v.reason = why or NOT_WRITTEN
+    present = [c for c in control.cases if c not in v.missing]
+    start = time.monotonic()
+    v.outcomes = run_cases(runner_cmd(control.name), present)
+    v.seconds = time.monotonic() - start
+    return v
+
+
+def verify_reference(controls: Iterable[Control] = CONTROLS,
+                     known: set[str] | None = None) -> Verdict:
+    """The reference runner against the union of the declared cases that exist."""
+    rows = list(controls)
+    declared = tuple(sorted({c for row in rows for c in row.cases}))
+    why = engine_missing()
+    known = catalogued() if known is None else known
+    v = Verdict("(reference runner_ref)", declared)
+    v.missing = [c for c in declared if why or c not in known]
+    v.reason = why or NOT_WRITTEN
+    start = time.monotonic()
+    v.outcomes = run_cases(runner_cmd(None), [c for c in declared if c not in v.missing])
+    v.seconds = time.monotonic() - start
+    return v
+
+
+def reference_failures(v: Verdict) -> list[str]:
+    """Declared cases the reference runner does not pass (written cases that did not run too)."""
+    return [f"{c}={v.statuses.get(c, 'not run')}" for c in v.declared
+            if c not in v.missing and v.statuses.get(c) != "pass"]
+
+
+def reference_row(v: Verdict) -> str:
+    bad = reference_failures(v)
+    ran = len(v.declared) - len(v.missing)
+    word = f"FAILS {', '.join(bad)}" if bad else f"passes all {ran} written cases"
+    return (f"{v.name:34} {f'{len(v.declared)} declared cases':30} {word}; "
+            f"{len(v.missing)} not written yet [{v.seconds:.1f} s]")
+
+
+def table(verdicts: Iterable[Verdict], reasons: bool = False) -> str:
+    rows = [f"{'control':34} {'catching cases':30} verdict"]
+    for v in verdicts:
+        rows.append(f"{v.name:34} {','.join(v.declared):30} {v.word} [{v.seconds:.1f} s]")
+        if reasons:
+            rows += [f"{'':36}{c}: {o.why}" for c, o in sorted(v.outcomes.items()) if o.why]
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m negative_controls.verify")
+    p.add_argument("names", nargs="*", help="controls to verify (default: all)")
+    p.add_argument("-j", "--jobs", type=int, default=2)
+    p.add_argument("--why", action="store_true", help="show why each case failed")
+    args = p.parse_args(argv)
+    rows = [BY_NAME[n] for n in args.names] if args.names else list(CONTROLS)
+    known = catalogued()
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        verdicts = list(pool.map(lambda c: verify(c, known), rows))
+    ref = verify_reference(rows, known)
+    print(table(verdicts, reasons=args.why))
+    print(reference_row(ref))
+    bad_ref = reference_failures(ref)
+    return 1 if bad_ref or any(v.escaped for v in verdicts) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""The table's rules: unique names, one resolvable seam per control, case IDs shaped like
+catalogue IDs and reserved in the case plan's families, every family covered."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from negative_controls import seams
+from negative_controls.control import FAMILIES, problems
+from negative_controls.registry import CONTROLS, MINIMUM, RegistryError, check
+
+PREFIXES = {"WIR", "PRM", "SEC", "DED", "INC", "GEN", "REC", "CAN", "ISO", "CFG", "LIM", "TT"}
+
+
+def test_the_table_keeps_its_rules() -> None:
+    check()
+    assert len(CONTROLS) >= MINIMUM
+    assert {c.family for c in CONTROLS} == set(FAMILIES)
+
+
+@pytest.mark.parametrize("control", CONTROLS, ids=[c.name for c in CONTROLS])
+def test_each_row(control) -> None:
+    assert problems(control) == []
+    seams.resolve(control.seam)   # raises for a seam that names nothing
+    assert {c.split("-")[0] for c in control.cases} <= PREFIXES
+
+
+def test_a_broken_table_is_refused() -> None:
+    row = CONTROLS[0]
+    with pytest.raises(RegistryError, match="duplicate"):
+        check((*CONTROLS, row))
+    with pytest.raises(RegistryError, match="no catching case"):
+        check((dataclasses.replace(row, cases=()), *CONTROLS[1:]))
+    with pytest.raises(RegistryError, match="at least"):
+        check(CONTROLS[:3])
+
+
+def test_runner_ref_has_no_bug_switches() -> None:
+    """The bugs live here, never in the reference runner: runner_ref does not know us."""
+    from pathlib import Path
+
+    import runner_ref
+    root = Path(runner_ref.__file__).parent
+    for path in root.rglob("*.py"):
+        assert "negative_control" not in path.read_text(encoding="utf-8"), path
