@@ -22,6 +22,7 @@ from ._helpers_process import (
     call,
     listener,
     opaque_id,
+    owned_session,
     refuses_connection,
     relay_lines,
     tool_list,
@@ -371,3 +372,88 @@ async def test_listener_checks_in_order(world: Any) -> None:
     for name, kw, status in steps:
         ans = await listener(b, "/tools/call", **kw)  # type: ignore[arg-type]
         expect(ans.status == status, expected=f"{name} → {status}", actual=str(ans))
+
+
+@case("TT-020")
+async def test_call_body_without_fields_is_400(world: Any) -> None:
+    """fails when: the listener relays a call without toolId / callId, or with non-object
+    arguments (no shape check before the relay)."""
+    b = await bound_lease(world)
+    tid = await opaque_id(b, "create_member")
+    bodies = [("no toolId", {"arguments": {}, "callId": "c-1"}),
+              ("no callId", {"toolId": tid, "arguments": {}}),
+              ("arguments a list", {"toolId": tid, "arguments": [1], "callId": "c-3"}),
+              ("callId over 200 chars", {"toolId": tid, "arguments": {}, "callId": "c" * 201})]
+    for name, body in bodies:
+        ans = await listener(b, "/tools/call", body)
+        expect(ans.status == 400, expected=f"{name} → 400", actual=str(ans))
+    expect(not tool_relays(world, b.lease), expected="no relay", actual=relay_lines(world, b.lease))
+
+
+@case("TT-021")
+async def test_fingerprint_ignores_argument_key_order(world: Any) -> None:
+    """fails when: the listener fingerprints arguments in their wire key order (a reordered
+    repeat is refused 409 or relayed again)."""
+    b = await bound_lease(world)
+    tid = await opaque_id(b, "create_member")
+    # json.dumps keeps a dict's insertion order: the two bodies differ only in key order
+    one = await call(b, tid, {"name": "Ada", "role": "lead"}, "call-order")
+    two = await call(b, tid, {"role": "lead", "name": "Ada"}, "call-order")
+    expect(one.status == 200 and two.status == 200 and one.body == two.body,
+           expected="the reordered repeat gets the first result", actual=f"{one} / {two}",
+           witness=relay_lines(world, b.lease))
+    expect(len(tool_relays(world, b.lease, "call-order")) == 1, expected="one relay",
+           actual=relay_lines(world, b.lease))
+
+
+@case("TT-022")
+async def test_close_of_unknown_lease_is_ok(world: Any) -> None:
+    """fails when: lease.close of an id the runner never saw answers an error."""
+    out = await world.cp.command(world.runner_id, "lease.close",
+                                 {"leaseId": "0b9f6c2e-6f0a-4c1e-9d3a-5a1f0c7e2b11"})
+    expect(out.ok, expected="lease.close of an unknown id → ok", actual=f"{out.status} {out.code}")
+
+
+@case("TT-023")
+async def test_bind_with_another_session_is_forbidden(world: Any) -> None:
+    """fails when: lease.bind binds whatever session the command names (no check against the
+    lease's session)."""
+    b = await bound_lease(world, bind=False)
+    other = await owned_session(world, b.channel)
+    out = await world.cp.bind_lease(b.lease, session=other)
+    expect(not out.ok and out.code == "runner_session_forbidden",
+           expected="lease.bind with another session → runner_session_forbidden",
+           actual=f"{out.status} {out.code}")
+    binds = [e for e in world.hermes.effects.of("bind")
+             if e.session_id in (other["runtimeId"], b.session["runtimeId"])]
+    expect(not binds, expected="no bind", actual=f"{len(binds)} bind effect(s)")
+
+
+@case("TT-024")
+async def test_failed_plugin_bind_is_bind_failed(world: Any) -> None:
+    """fails when: the runner ignores the plugin's bind answer (reports ok for a 500)."""
+    b = await bound_lease(world, bind=False)
+    world.hermes.bridge.fail_bind = 500
+    out = await world.cp.bind_lease(b.lease)
+    expect(not out.ok and out.code == "team_tools_bind_failed",
+           expected="a bind answered 500 → team_tools_bind_failed",
+           actual=f"{out.status} {out.code}")
+
+
+@case("TT-025")
+async def test_relay_410_disposes_the_lease(world: Any) -> None:
+    """fails when: after the relay answered 410 the runner keeps the lease and relays the next
+    call too."""
+    b = await bound_lease(world)
+    tid = await opaque_id(b, "create_member")
+    world.cp.revoke_lease(b.lease)
+    first = await call(b, tid, {"name": "Ada"}, "call-gone-1")
+    expect(first.status in (200, 410), expected="the first call after revocation is refused",
+           actual=str(first))
+    relays = len(tool_relays(world, b.lease))
+    if await refuses_connection("127.0.0.1", b.port):
+        return
+    second = await call(b, tid, {"name": "Bob"}, "call-gone-2")
+    expect(len(tool_relays(world, b.lease)) == relays,
+           expected="the next call is not relayed (the lease was disposed)",
+           actual=f"relayed again: {second}", witness=relay_lines(world, b.lease))

@@ -46,3 +46,17 @@ ROWS: tuple[Case, ...] = (
     Case("TT-019", "MUST", "The listener MUST apply its checks in order (forbidden, unauthorized, "
          "method, content type, size, JSON), answering the first that fails.", "6.3", F, TT),
 )
+ROWS += (
+    Case("TT-020", "MUST", "A call body without a toolId, a callId or an object arguments MUST be "
+         "refused with status 400, without a relay.", "6.3", F, TT),
+    Case("TT-021", "MUST", "The listener's call fingerprint MUST NOT depend on the key order of "
+         "arguments: the same callId with reordered keys is the same call.", "6.3", F, TT),
+    Case("TT-022", "SHOULD", "lease.close of an unknown lease id SHOULD answer {ok:true}.", "3.7",
+         F, TT),
+    Case("TT-023", "MUST", "lease.bind naming a session other than the lease's MUST be refused "
+         "with runner_session_forbidden, without a bind.", "3.6", F, TT),
+    Case("TT-024", "MUST", "A bind the plugin answers with anything but 200 {ok:true} MUST fail "
+         "with team_tools_bind_failed.", "6.4", F, TT),
+    Case("TT-025", "SHOULD", "A 410 from the tool relay SHOULD dispose the lease: the next call is "
+         "not relayed.", "6.3", F, TT),
+)
