@@ -17,13 +17,14 @@ from typing import Any
 import aiohttp
 import httpx
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 from yarl import URL
 
 from fake_server import ControlPlane, ManualClock
 from fake_server.admin import CSRF_COOKIE, DEFAULT_SESSION_TTL, SESSION_COOKIE, admin_state
+from tests.budget import examples
 
 ADMIN_PW = "admin-password-for-tests-0123"
 ALICE_PW = "alice-password-for-tests-0123"
@@ -802,10 +803,7 @@ def test_admin_api_state_machine() -> None:
                 a.bodies.clear()
 
     try:
-        AdminApi.TestCase.settings = settings(
-            max_examples=12, stateful_step_count=10, deadline=None, derandomize=True, database=None,
-            suppress_health_check=[HealthCheck.too_slow],
-        )
+        AdminApi.TestCase.settings = settings(max_examples=examples(ci=4), stateful_step_count=10)
         AdminApi.TestCase().runTest()
     finally:
         bg.close()
