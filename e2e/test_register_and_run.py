@@ -10,7 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from e2e_support import (
+from playwright.sync_api import expect
+
+from .e2e_support import (
     LiveServer,
     RunnerProcess,
     Tab,
@@ -21,7 +23,6 @@ from e2e_support import (
     shot,
     wait_until,
 )
-from playwright.sync_api import expect
 
 pytestmark = pytest.mark.e2e
 

@@ -535,7 +535,7 @@ TestUploadStory.settings = settings(stateful_step_count=30)
 
 
 async def test_wire_data_limit_is_on_the_base64_text(cp: Any, client: Any, reg: Any) -> None:
-    from fake_server_client import AutoRunner
+    from .fake_server_client import AutoRunner
 
     raw = bytes(range(256)) * 4096  # 1 MiB raw: upstream answers 400
     async with AutoRunner(client):

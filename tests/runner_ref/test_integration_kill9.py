@@ -17,10 +17,11 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from integration import Rig, delivered, replay, rig
-from stub_hermes import StubHermes
 
 from tests.budget import examples
+
+from .integration import Rig, delivered, replay, rig
+from .stub_hermes import StubHermes
 
 ROUNDS = 3
 KillPoint = tuple[str, int]    # ("held" | "answered", k)
