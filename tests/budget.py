@@ -12,4 +12,4 @@ from hypothesis import settings
 def examples(ci: int) -> int:
     if settings.get_current_profile_name() == "ci":
         return ci
-    return settings.default.max_examples
+    return settings().max_examples   # a fresh settings() inherits the loaded profile
