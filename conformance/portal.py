@@ -98,6 +98,15 @@ class Portal:
 
         return self.call(wait, timeout=timeout)
 
+    def soon(self, awaitable: Awaitable[T]) -> concurrent.futures.Future[T]:
+        """Start awaiting ``awaitable`` on the loop now, without waiting: its result (or
+        exception) arrives in the returned future (for a driver that must act meanwhile)."""
+
+        async def wait() -> T:
+            return await awaitable
+
+        return self._require().start_task_soon(wait)
+
     def enter(self, cm: AbstractAsyncContextManager[T]) -> T:
         """Enter ``cm`` on the loop; it is exited when the portal closes (last entered first)."""
         portal = self._require()

@@ -7,15 +7,15 @@ in its own process group, always reaped.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, BrowserContext, Playwright, sync_playwright
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_server import Timings
 
-from e2e_support import (  # noqa: E402
+from .e2e_support import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -24,9 +24,6 @@ from e2e_support import (  # noqa: E402
     RunnerProcess,
     Tab,
 )
-from playwright.sync_api import Browser, BrowserContext, Playwright, sync_playwright  # noqa: E402
-
-from fake_server import Timings  # noqa: E402
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ the server's loop).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -236,3 +237,22 @@ class RunnerProcess:
 
     def stop(self) -> None:
         self.portal.call(self.process.stop, 10.0)
+
+    def wait_online(self, server: LiveServer, runner_id: str, timeout: float) -> bool:
+        """Await (on the portal) the runner's online state or its exit, whichever comes first:
+        True once online, False when the process exited first (fail fast, no poll)."""
+
+        async def race() -> bool:
+            online = asyncio.ensure_future(server.cp.wait_online(runner_id, timeout))
+            exited = asyncio.ensure_future(self.process.wait(timeout))
+            done, pending = await asyncio.wait({online, exited},
+                                               return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            if online in done:
+                online.result()   # re-raises a timeout
+                return True
+            return False
+
+        return self.portal.call(race, timeout=timeout + 5)

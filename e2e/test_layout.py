@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from e2e_support import ADMIN_PW, ADMIN_USER, LiveServer, Tab, login, register, runner_item, shot
 from playwright.sync_api import Page, expect
+
+from .e2e_support import ADMIN_PW, ADMIN_USER, LiveServer, Tab, login, register, runner_item, shot
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import LiveServer, Tab, fill_registration, login, runner_item
 from playwright.sync_api import Page, Route, expect
+
+from .e2e_support import LiveServer, Tab, fill_registration, login, runner_item
 
 pytestmark = pytest.mark.e2e
 

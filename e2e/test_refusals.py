@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from e2e_support import LiveServer, Tab, fill_registration, login, register, runner_item, shot
 from playwright.sync_api import expect
 
 from fake_server.admin import admin_state
+
+from .e2e_support import LiveServer, Tab, fill_registration, login, register, runner_item, shot
 
 pytestmark = pytest.mark.e2e
 

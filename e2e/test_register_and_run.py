@@ -10,7 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from e2e_support import (
+from playwright.sync_api import expect
+
+from .e2e_support import (
     LiveServer,
     RunnerProcess,
     Tab,
@@ -19,9 +21,7 @@ from e2e_support import (
     register,
     runner_item,
     shot,
-    wait_until,
 )
-from playwright.sync_api import expect
 
 pytestmark = pytest.mark.e2e
 
@@ -95,12 +95,8 @@ def test_disable_refuses_the_live_runner_and_the_old_config_stays_dead(
     first = register(page, tmp_path / "first", "node-a")
     runner_id = first.config["runnerId"]
     proc = start_runner(first.path)
-    wait_until(
-        lambda: server.is_online(runner_id) or proc.proc.poll() is not None,
-        timeout=30,
-        what="the runner to come online",
-    )
-    assert proc.proc.poll() is None, proc.output()[-2000:]
+    online = proc.wait_online(server, runner_id, timeout=30)
+    assert online and proc.proc.poll() is None, proc.output()[-2000:]
 
     # cancel first: nothing changes
     item = runner_item(page, "node-a")

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from e2e_support import (
+from playwright.sync_api import Page, expect
+
+from .e2e_support import (
     SECOND_ADMIN,
     SECOND_PW,
     LiveServer,
@@ -18,7 +20,6 @@ from e2e_support import (
     runner_item,
     shot,
 )
-from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.e2e
 

@@ -17,12 +17,17 @@ from collections.abc import Callable
 from typing import Any
 
 from .codes import error_body, status_of
+from .tool_calls import js_length
 
 NAME_MAX = 100
 PROFILES_MAX = 256
 PROFILE_MAX = 100
 LOGIN_FIELD_MAX = 4096
 _PROFILE_BAD = re.compile(r"[/\\\x00-\x1f]")
+#: ``String.prototype.trim``'s set (zod's ``.trim()``), not Python's ``str.isspace``: Python also
+#: strips U+001C-U+001F and U+0085 and keeps U+FEFF. runner_ref has its own copy on purpose.
+_JS_WHITESPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+                  "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
 
 
 class AdminError(Exception):
@@ -45,8 +50,8 @@ def _bad(message: str) -> AdminError:
 def _text(value: Any, *, lo: int, hi: int, what: str, trim: bool = True) -> str:
     if not isinstance(value, str):
         raise _bad(f"{what} must be a string")
-    text = value.strip() if trim else value
-    if not lo <= len(text) <= hi:
+    text = value.strip(_JS_WHITESPACE) if trim else value
+    if not lo <= js_length(text) <= hi:   # zod counts UTF-16 units
         raise _bad(f"{what} must be {lo}–{hi} characters")
     return text
 
@@ -65,7 +70,7 @@ def validate_assigned_profiles(names: list[str]) -> list[str]:
     """Trimmed, de-duplicated profile names; a blank one or a path character refuses all."""
     out: list[str] = []
     for item in names:
-        name = item.strip()
+        name = item.strip(_JS_WHITESPACE)
         if not name or _PROFILE_BAD.search(name):
             raise refused("invalid_assigned_profiles",
                            "profile names cannot be blank or contain '/', '\\' or control characters")

@@ -45,6 +45,8 @@ CODES: dict[str, Code] = _table(
     Code("team_tool_failed", 502, "tool failed"),
     Code("service_unavailable", 503, "injected failure"),
     Code("service_stopping", 503, "control plane stopping or restarting"),
+    Code("service_updating", 503, "control plane updating"),  # only as an injected fault
+    Code("runner_call_limit", 429, "too many tool calls for this lease"),
     Code("compose_desktop_forbidden", 403, "compose desktop not allowed"),
     Code("execution_grant_revoked", 403, "execution grant revoked"),
     Code("request_header_too_large", 431, "request line or header too large"),
@@ -81,6 +83,8 @@ CODES: dict[str, Code] = _table(
     Code("invalid_credentials", 401, "wrong user name or password"),
     Code("invalid_assigned_profiles", 400, "invalid profile names"),
     Code("runner_profile_forbidden", 403, "profile not allowed for this account or source"),
+    Code("runner_source_invalid", 409, "source cannot host a runner"),
+    Code("runner_source_in_use", 409, "source already has a runner"),
     Code("workspace_not_found", 404, "not found"),
     Code("runner_bundle_missing", 404, "runner bundle not built"),
     Code("internal_error", 500, "internal error"),

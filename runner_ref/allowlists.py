@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from . import codes
 from .errors import CommandError
+from .js_text import js_trim
 
 MEMORY_EXTRACT = "/api/plugins/yaoyao-bot-bridge/memory-extract"
 COMPUTER_CAPABILITIES = "/api/computer/capabilities"
@@ -49,9 +50,9 @@ DEFAULT_PROFILE = "default"
 def require_profile(profile: object, allowed: Iterable[str]) -> str:
     """The profile to use, or 403 ``runner_profile_forbidden``."""
     name = DEFAULT_PROFILE if profile is None else profile
-    if not isinstance(name, str) or name.strip() not in set(allowed):
+    if not isinstance(name, str) or js_trim(name) not in set(allowed):
         raise CommandError.of(codes.PROFILE_FORBIDDEN)
-    return name.strip()
+    return js_trim(name)
 
 
 def http_route(method: object, path: object) -> tuple[str, bool]:

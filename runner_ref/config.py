@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
+from .js_text import js_length, js_trim
 from .timings import UUID_RE
 
 MSG_INVALID = "invalid node configuration, check field formats (执行节点配置无效，请检查字段格式)"
@@ -111,8 +112,8 @@ def _profiles_ok(v: Any) -> bool:
     for p in v:
         if not isinstance(p, str):
             return False
-        t = p.strip()
-        if not 1 <= len(t) <= 256 or PROFILE_BAD_RE.search(t):
+        t = js_trim(p)
+        if not 1 <= js_length(t) <= 256 or PROFILE_BAD_RE.search(t):
             return False
     return True
 
@@ -254,7 +255,7 @@ def parse_config(raw: Any) -> RunnerConfig:
         runner_id=raw["runnerId"],
         token=raw["token"],
         hermes_url=_normal_hermes_url(raw.get("hermesURL", DEFAULT_HERMES_URL)),
-        allowed_profiles=tuple(p.strip() for p in raw["allowedProfiles"]),
+        allowed_profiles=tuple(js_trim(p) for p in raw["allowedProfiles"]),
         artifact_roots=tuple(raw.get("artifactRoots", [])),
         browser_enabled=raw.get("browser", {}).get("enabled", True) is not False,
         computers=raw.get("computers"),

@@ -94,8 +94,11 @@ def _is_array_index(key: str) -> bool:
     return _INDEX.match(key) is not None and int(key) <= _MAX_INDEX
 
 
-def js_stringify(value: Any) -> str:
-    """Serialize like ECMAScript ``JSON.stringify`` (no indentation)."""
+class _Text(str):
+    """Text already serialized, waiting on the work stack (a plain ``str`` there is a value)."""
+
+
+def _scalar(value: Any) -> str:
     if value is None:
         return "null"
     if value is True:
@@ -106,15 +109,40 @@ def js_stringify(value: Any) -> str:
         return _string(value)
     if isinstance(value, int | float):
         return _number(value)
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(js_stringify(v) for v in value) + "]"
-    if isinstance(value, dict):
-        keys = [str(k) for k in value]
-        index = sorted((k for k in keys if _is_array_index(k)), key=int)
-        order = index + [k for k in keys if not _is_array_index(k)] if index else keys
-        items = {str(k): v for k, v in value.items()}
-        return "{" + ",".join(_string(k) + ":" + js_stringify(items[k]) for k in order) + "}"
     raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def js_stringify(value: Any) -> str:
+    """Serialize like ECMAScript ``JSON.stringify`` (no indentation).
+
+    A work stack instead of recursion, so any depth ``json.loads`` accepts is serialized (V8
+    accepts those depths too)."""
+    out: list[str] = []
+    todo: list[Any] = [value]
+    while todo:
+        item = todo.pop()
+        if type(item) is _Text:
+            out.append(item)
+            continue
+        if isinstance(item, list | tuple):
+            parts: list[Any] = [_Text("[")]
+            for i, v in enumerate(item):
+                parts += [_Text(","), v] if i else [v]
+            parts.append(_Text("]"))
+        elif isinstance(item, dict):
+            keys = [str(k) for k in item]
+            index = sorted((k for k in keys if _is_array_index(k)), key=int)
+            order = index + [k for k in keys if not _is_array_index(k)] if index else keys
+            items = {str(k): v for k, v in item.items()}
+            parts = [_Text("{")]
+            for i, k in enumerate(order):
+                parts += [_Text(("," if i else "") + _string(k) + ":"), items[k]]
+            parts.append(_Text("}"))
+        else:
+            out.append(_scalar(item))
+            continue
+        todo.extend(reversed(parts))
+    return "".join(out)
 
 
 def command_fingerprint(command: dict[str, Any]) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 from runner_ref import codes
 from runner_ref.codes import Code, error_body, error_text
+from runner_ref.js_text import js_length
 from runner_ref.timings import MAX_CALL_ID, MAX_CALLS, MAX_TOOL_ID
 
 
@@ -59,7 +60,7 @@ def error_answer(row: Code) -> ListenerAnswer:
 
 
 def _bounded_str(value: Any, limit: int) -> bool:
-    return isinstance(value, str) and 1 <= len(value) <= limit
+    return isinstance(value, str) and 1 <= js_length(value) <= limit   # UTF-16 units, as JS
 
 
 def parse_call(body: dict[str, Any]) -> Call | ListenerAnswer:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.checks import check
@@ -255,14 +255,12 @@ def build(steps: list[str]) -> Run:
     return run
 
 
-@settings(max_examples=80, deadline=None)
 @given(histories)
 def test_valid_histories_have_no_violation(steps: list[str]) -> None:
     report = check(build(steps).facts)
     assert report.violations == [], "\n".join(render(v) for v in report.violations)
 
 
-@settings(max_examples=180, deadline=None)
 @given(histories, st.sampled_from(sorted(INJECT)), histories)
 def test_an_injected_violation_is_found_with_a_minimal_witness(
         before: list[str], inv_id: str, after: list[str]) -> None:

@@ -60,7 +60,7 @@ def test_every_catalogued_case_has_a_test_and_every_case_test_a_row(
 ) -> None:
     items, _ = pytester.inline_genitems("--pyargs", "conformance.cases", "-p", "conformance.plugin",
                                         "-p", "no:cacheprovider")
-    bound = {}
+    bound: dict[str, list[str]] = {}
     for item in items:
         mark = case_mark(item)
         assert mark is not None, f"{item.nodeid} is in conformance/cases but has no @case"

@@ -193,5 +193,6 @@ def test_version_argv_drops_the_config_argument() -> None:
 
     assert version_argv("node runner.mjs --config {config}") == ["node", "runner.mjs", "--version"]
     assert version_argv("run --config={config} -v") == ["run", "-v", "--version"]
-    assert runner_version(f"{sys.executable} --config {{config}}").startswith("Python 3")
+    version = runner_version(f"{sys.executable} --config {{config}}")
+    assert version is not None and version.startswith("Python 3")
     assert runner_version("no-such-binary-xyz --config {config}") is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -10,16 +9,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from fake_server_client import Client  # noqa: E402
-
-from fake_server import (  # noqa: E402
+from fake_server import (
     ControlPlane,
     ManualClock,
-    Registration,  # noqa: E402
+    Registration,
     Timings,
 )
+
+from .fake_server_client import Client
 
 FAST = Timings(poll_hold=15.0, redelivery=5.0, watchdog_tick=5.0, offline_after=35.0)
 

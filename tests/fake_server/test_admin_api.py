@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import sys
-import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,13 +16,15 @@ from typing import Any
 import aiohttp
 import httpx
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 from yarl import URL
 
+from conformance.portal import Portal
 from fake_server import ControlPlane, ManualClock
 from fake_server.admin import CSRF_COOKIE, DEFAULT_SESSION_TTL, SESSION_COOKIE, admin_state
+from tests.budget import examples
 
 ADMIN_PW = "admin-password-for-tests-0123"
 ALICE_PW = "alice-password-for-tests-0123"
@@ -593,9 +594,9 @@ async def test_disable_wakes_the_held_poll_and_refuses_the_runner(
         held = asyncio.ensure_future(runner_http.get(poll_url, headers=held_headers))
         try:
             # the hold lasts poll_hold on a ManualClock that never moves: only the disable ends it
-            async with asyncio.timeout(5):
-                while len(cp.history.filter(route="poll", runner_id=runner_id)) < 2:
-                    await asyncio.sleep(0.01)  # bounded poll of a condition
+            first = cp.history.filter(route="poll", runner_id=runner_id)[0]
+            await cp.history.wait_for(lambda ex: ex.route == "poll" and ex.runner_id == runner_id,
+                                      timeout=5, after_seq=first.seq)
             assert not held.done()
             status, body, _ = await admin.call("DELETE", f"{RUNNERS}/{runner_id}")
             assert (status, body) == (200, {"ok": True})
@@ -622,11 +623,10 @@ async def test_standalone_fake_server_login_answers_csrf(tmp_path: Path) -> None
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
     )
     try:
-        async with asyncio.timeout(20):
-            while not ready.exists():
-                if proc.returncode is not None:
-                    raise AssertionError("fake_server exited early")
-                await asyncio.sleep(0.05)  # bounded poll of a condition
+        assert proc.stdout is not None
+        async with asyncio.timeout(20):   # the child prints its ready line, or exits (EOF)
+            line = await proc.stdout.readline()
+        assert line.startswith(b"FAKE_SERVER_READY url="), "fake_server exited early"
         url = json.loads(ready.read_text())["url"]
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
             async with http.post(
@@ -649,23 +649,6 @@ async def test_standalone_fake_server_login_answers_csrf(tmp_path: Path) -> None
 
 
 # -- a state machine over the admin API (real sockets; the server runs on its own loop) -----------
-
-
-class _Background:
-    """An event loop on a thread, serving ControlPlanes to synchronous Hypothesis rules."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
 
 
 async def _fresh_plane() -> tuple[ControlPlane, ControlPlane]:
@@ -699,14 +682,14 @@ def test_admin_api_state_machine() -> None:
     """Registrations, disables, refused mutations and expired sessions by two admins, in any
     order: the list always equals the model, each source owner has at most one enabled runner,
     and no list ever carries a token or its hash. Each example gets a fresh control plane."""
-    bg = _Background()
+    bg = Portal("admin-machine").start()
 
     class AdminApi(RuleBasedStateMachine):
         runners = Bundle("runners")
 
         @initialize()
         def start(self) -> None:
-            self.cm, self.cp = bg.run(_fresh_plane())
+            self.cm, self.cp = bg.run(_fresh_plane(), timeout=30)
             self.admins = {
                 "admin": _SyncAdmin(self.cp.url, "admin", ADMIN_PW),
                 "admin2": _SyncAdmin(self.cp.url, "admin2", ALICE_PW),
@@ -722,7 +705,7 @@ def test_admin_api_state_machine() -> None:
             if hasattr(self, "cm"):
                 for a in self.admins.values():
                     a.http.close()
-                bg.run(self.cm.__aexit__(None, None, None))
+                bg.run(self.cm.__aexit__(None, None, None), timeout=30)
 
         def _enabled_owner(self, source: str, owner: str) -> bool:
             return any(
@@ -772,7 +755,7 @@ def test_admin_api_state_machine() -> None:
         @rule(who=st.sampled_from(["admin", "admin2"]))
         def sessions_expire(self, who: str) -> None:
             assert self.cp.app is not None
-            bg.run(_call(admin_state(self.cp.app).expire_sessions))
+            bg.run(_call(admin_state(self.cp.app).expire_sessions), timeout=30)
             status, body = self.admins[who].send("GET", RUNNERS)
             assert (status, body["code"]) == (401, "authentication_required")
             for a in self.admins.values():
@@ -802,10 +785,7 @@ def test_admin_api_state_machine() -> None:
                 a.bodies.clear()
 
     try:
-        AdminApi.TestCase.settings = settings(
-            max_examples=12, stateful_step_count=10, deadline=None, derandomize=True, database=None,
-            suppress_health_check=[HealthCheck.too_slow],
-        )
+        AdminApi.TestCase.settings = settings(max_examples=examples(ci=4), stateful_step_count=10)
         AdminApi.TestCase().runTest()
     finally:
         bg.close()

@@ -8,10 +8,11 @@ import json
 from typing import Any
 
 import aiohttp
-from conftest import FAST
-from fake_server_client import AutoRunner, Client
 
 from fake_server import CommandFailed, ControlPlane, Extras, ManualClock, Registration
+
+from .conftest import FAST
+from .fake_server_client import AutoRunner, Client
 
 STATUS = {"path": "/api/status", "method": "GET"}
 

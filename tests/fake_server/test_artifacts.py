@@ -367,7 +367,6 @@ def test_never_raises_on_garbage_ids_in_valid_shape() -> None:
     assert code(u.handle(body, channel_ok=True, now=0)) == (404, "artifact_missing")
 
 
-@settings(max_examples=60, deadline=None)
 @given(
     data=st.binary(min_size=0, max_size=300),
     cuts=st.lists(st.integers(min_value=1, max_value=300), max_size=12),
@@ -529,14 +528,14 @@ class UploadStory(RuleBasedStateMachine):
 
 
 TestUploadStory = UploadStory.TestCase
-TestUploadStory.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+TestUploadStory.settings = settings(stateful_step_count=30)
 
 
 # -- over the wire: the audit's probe of the one high-severity artifact divergence ---------------
 
 
 async def test_wire_data_limit_is_on_the_base64_text(cp: Any, client: Any, reg: Any) -> None:
-    from fake_server_client import AutoRunner
+    from .fake_server_client import AutoRunner
 
     raw = bytes(range(256)) * 4096  # 1 MiB raw: upstream answers 400
     async with AutoRunner(client):

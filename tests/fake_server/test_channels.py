@@ -8,9 +8,9 @@ import hashlib
 import uuid
 from typing import Any
 
-from fake_server_client import AutoRunner, Client
-
 from fake_server import ControlPlane, Registration, ToolError
+
+from .fake_server_client import AutoRunner, Client
 
 
 async def test_events_reach_owning_channel(cp: ControlPlane, client: Client, reg: Registration) -> None:

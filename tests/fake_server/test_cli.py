@@ -6,9 +6,10 @@ import signal
 from pathlib import Path
 
 import aiohttp
-from fake_server_client import Client
 
 from fake_server.process import FakeServerProcess
+
+from .fake_server_client import Client
 
 
 async def test_standalone_register_poll_restart(tmp_path: Path) -> None:

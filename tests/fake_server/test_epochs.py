@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from fake_server_client import Client
-
 from fake_server import ControlPlane, ManualClock, Registration
+
+from .fake_server_client import Client
 
 
 async def test_restart_new_hub_uuid_and_registrations_kept(

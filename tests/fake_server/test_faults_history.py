@@ -7,9 +7,10 @@ import hashlib
 import json
 
 import aiohttp
-from fake_server_client import Client
 
 from fake_server import ControlPlane, ManualClock, Registration
+
+from .fake_server_client import Client
 
 STATUS = {"path": "/api/status", "method": "GET"}
 

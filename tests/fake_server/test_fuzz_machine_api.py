@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import random
-import threading
 import uuid
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
@@ -21,11 +20,13 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
+from conformance.portal import Portal
 from fake_server import ControlPlane
 from fake_server.timings import Timings
+from tests.budget import examples
 
 T = TypeVar("T")
 
@@ -49,11 +50,11 @@ KEYS = ["id", "connectionId", "frame", "closed", "result", "error", "leaseId", "
 INSTANCE_POOL = [str(uuid.UUID(int=0xF00D0000 + i)) for i in range(4)]
 
 
-# -- a ControlPlane on its own loop in a background thread ----------------------------------
+# -- a ControlPlane on its own loop, behind a conformance Portal ------------------------------
 @dataclass
 class Server:
     cp: Any
-    loop: asyncio.AbstractEventLoop
+    portal: Portal
     runner_id: str
     token: str = field(repr=False)
     other_runner: str
@@ -67,7 +68,7 @@ class Server:
     setups: int = 0
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        return self.portal.run(coro, timeout=timeout)
 
     def lease_alive(self) -> bool:
         async def alive() -> bool:
@@ -85,42 +86,26 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    ready.wait(5)
     timings = Timings(poll_hold=0.05, redelivery=0.5, watchdog_tick=1.0, offline_after=600.0)
     cp = ControlPlane(timings=timings)
 
-    async def setup() -> Server:
-        await cp.start()
-        a = await cp.register_runner(name="fuzz-a")
-        await cp.add_source("src-b", "node b")
-        await cp.add_source("src-c", "node c")
-        b = await cp.register_runner(name="fuzz-b", source="src-b")
-        c = await cp.register_runner(name="fuzz-c", source="src-c")
-        await cp.disable_runner(c.runner_id)
-        return Server(cp, loop, a.runner_id, a.token, b.runner_id, b.token, c.runner_id,
-                      c.token, secrets=[a.token, b.token, c.token, cp.admin_password])
+    with Portal("fuzz-control-plane") as portal:
+        async def setup() -> Server:
+            await cp.start()
+            a = await cp.register_runner(name="fuzz-a")
+            await cp.add_source("src-b", "node b")
+            await cp.add_source("src-c", "node c")
+            b = await cp.register_runner(name="fuzz-b", source="src-b")
+            c = await cp.register_runner(name="fuzz-c", source="src-c")
+            await cp.disable_runner(c.runner_id)
+            return Server(cp, portal, a.runner_id, a.token, b.runner_id, b.token, c.runner_id,
+                          c.token, secrets=[a.token, b.token, c.token, cp.admin_password])
 
-    try:
-        srv = asyncio.run_coroutine_threadsafe(setup(), loop).result(30)
-    except Exception:
-        loop.call_soon_threadsafe(loop.stop)
-        raise
-    try:
-        yield srv
-    finally:
-        asyncio.run_coroutine_threadsafe(cp.stop(), loop).result(30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+        srv = portal.run(setup(), timeout=30)
+        try:
+            yield srv
+        finally:
+            portal.run(cp.stop(), timeout=30)
 
 
 # -- request generation ---------------------------------------------------------------------
@@ -409,14 +394,14 @@ def ensure_lease(srv: Server, client: httpx.Client) -> None:
                       headers=legit_headers(srv, reset=True))
     if resp.status_code != 200:  # our instance was retired by a fuzzed poll: start afresh
         connect(srv, client)
-    cp, loop = srv.cp, srv.loop
-    ch = answer_commands(srv, client, asyncio.run_coroutine_threadsafe(
-        cp.open_channel(srv.runner_id, profile="default"), loop))
-    lease = answer_commands(srv, client, asyncio.run_coroutine_threadsafe(cp.create_lease(
+    cp, portal = srv.cp, srv.portal
+    ch = answer_commands(srv, client, portal.soon(
+        cp.open_channel(srv.runner_id, profile="default")))
+    lease = answer_commands(srv, client, portal.soon(cp.create_lease(
         ch, profile="default", session={"runtimeId": "5748f884", "storedId": "s1"},
         tools=[{"id": "create_member", "name": "create_member", "description": "",
                 "inputSchema": {"type": "object"}}],
-        handlers={"*": lambda tool_id, args: {"done": tool_id}}), loop))
+        handlers={"*": lambda tool_id, args: {"done": tool_id}})))
     srv.connection_id, srv.lease_id = ch.connection_id, lease.lease_id
 
 
@@ -432,9 +417,10 @@ def test_machine_api_survives_bad_input(server: Server) -> None:
     with httpx.Client(base_url=srv.cp.url, timeout=30.0) as client:
         connect(srv, client)
 
+        budget = examples(ci=60)   # 1000 under HYPOTHESIS_PROFILE=thorough
+
         @seed(FUZZ_SEED)
-        @settings(max_examples=1000, deadline=None, database=None, derandomize=False,
-                  suppress_health_check=list(HealthCheck), print_blob=True)
+        @settings(max_examples=budget)
         @given(data=st.data())
         def fuzz(data: st.DataObject) -> None:
             ensure_lease(srv, client)
@@ -454,7 +440,7 @@ def test_machine_api_survives_bad_input(server: Server) -> None:
         total = sum(counts.values())
         print(f"statuses: {dict(sorted(counts.items()))} total={total} "
               f"codes: {dict(sorted(codes.items()))} channel/lease setups: {srv.setups}")
-        assert total >= 1000
+        assert total >= budget
         assert any(200 <= s < 300 for s in counts) and any(s >= 400 for s in counts)
 
         # Still healthy: a fresh instance connects, a queued command is delivered exactly as

@@ -6,12 +6,12 @@ import hashlib
 import uuid
 from collections.abc import Callable
 
-from fake_server_client import Client
-
 from fake_server import ControlPlane
 from fake_server.codes import CODES
 from fake_server.control import Registration
 from fake_server.gates import GATES, Action, Ask, RunnerView, decide
+
+from .fake_server_client import Client
 
 
 def code(payload: object) -> object:

@@ -92,4 +92,4 @@ class Gates(RuleBasedStateMachine):
 
 
 TestGates = Gates.TestCase
-TestGates.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+TestGates.settings = settings(stateful_step_count=40)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from fake_server_client import Client
 
 from fake_server import ControlPlane, History, ManualClock
+
+from .fake_server_client import Client
 
 
 def _fill(h: History, n: int) -> None:

@@ -10,9 +10,10 @@ from typing import Any
 
 import aiohttp
 import pytest
-from fake_server_client import Client
 
 from fake_server import ControlPlane, Registration
+
+from .fake_server_client import Client
 
 
 async def _raw(http: aiohttp.ClientSession, method: str, url: str, *, headers: dict[str, str] | None = None,

@@ -13,9 +13,10 @@ import asyncio
 from typing import Any
 
 import aiohttp
-from fake_server_client import AutoRunner, Client
 
 from fake_server import ControlPlane, Registration
+
+from .fake_server_client import AutoRunner, Client
 
 STATUS = {"path": "/api/status", "method": "GET"}
 

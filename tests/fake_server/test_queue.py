@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from fake_server_client import Client
-
 from fake_server import ControlPlane, ManualClock, Registration, Timings
 from fake_server.timings import MIB
+
+from .fake_server_client import Client
 
 GET_STATUS = {"path": "/api/status", "method": "GET"}
 

@@ -13,10 +13,11 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
-from conftest import FAST
-from fake_server_client import AutoRunner, Client
 
 from fake_server import CommandFailed, ControlPlane, Limits, ManualClock, Registration
+
+from .conftest import FAST
+from .fake_server_client import AutoRunner, Client
 
 SESSION = {"runtimeId": "rt-1", "storedId": "s-1"}
 CAPPED = Limits(channels_per_runner=64, leases_per_runner=64)

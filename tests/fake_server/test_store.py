@@ -136,9 +136,10 @@ async def test_records_are_cached_and_every_write_is_seen_at_once(tmp_path: Path
 
 async def test_features_are_written_only_when_they_change() -> None:
     import aiohttp
-    from fake_server_client import Client
 
     from fake_server import ControlPlane, ManualClock
+
+    from .fake_server_client import Client
 
     async with ControlPlane(clock=ManualClock()) as cp, aiohttp.ClientSession() as http:
         reg = await cp.register_runner()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 
-from fake_server_client import Client
-
 from fake_server import ControlPlane, ManualClock, Timings
+
+from .fake_server_client import Client
 
 ODD = Timings(poll_hold=2.5, redelivery=1.5, watchdog_tick=0.5, offline_after=20.0,
               command_deadline=7.0, bind_deadline=9.0, extract_deadline=11.0)
@@ -87,9 +87,9 @@ async def test_artifact_orphan_timeout_and_limits_come_from_the_control_plane(cl
     import hashlib
     import uuid
 
-    from fake_server_client import AutoRunner
-
     from fake_server import Limits
+
+    from .fake_server_client import AutoRunner
 
     clock = ManualClock()
     t = Timings(artifact_orphan_after=12.0, watchdog_tick=5.0)

@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fake_server.tool_calls import (
@@ -140,7 +140,6 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
 @given(json_values)
 def test_agrees_with_python_json_on_plain_values(value: Any) -> None:
     """Without floats, index-like keys or escapes that differ, JS and Python agree."""
@@ -152,7 +151,6 @@ def test_agrees_with_python_json_on_plain_values(value: Any) -> None:
     assert json.loads(js_json_stringify(value)) == value
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_numbers_round_trip(x: float) -> None:
     assert float(js_number(x)) == x or x == 0
@@ -247,7 +245,6 @@ def test_129th_distinct_call_id_is_refused_but_repeats_still_join() -> None:
     assert calls.total_executions == 128
 
 
-@settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["t", "u"]),
                           st.integers(0, 2)), max_size=30))
 def test_each_call_id_runs_at_most_once(script: list[tuple[str, str, int]]) -> None:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 from typing import Any
 
 import aiohttp
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -21,6 +20,7 @@ from hypothesis.stateful import (
 
 from fixtures import ScriptedHermes
 from fixtures.hermes.client import GatewayClient
+from tests.budget import examples
 
 SCRIPT = {"rules": [{"name": "hang", "match": {"prefix": "HANG"},
                      "steps": [{"say": "part"}, {"wait": "interrupt"}]}]}
@@ -171,9 +171,5 @@ class SessionMachine(RuleBasedStateMachine):
         self.loop.close()
 
 
-EXPLORE = bool(os.environ.get("FIXTURES_HERMES_EXPLORE"))  # random, 200 examples, for humans
-SessionMachine.TestCase.settings = settings(
-    max_examples=200 if EXPLORE else 15, stateful_step_count=12, deadline=None, database=None,
-    derandomize=not EXPLORE,  # deterministic in CI
-    suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+SessionMachine.TestCase.settings = settings(max_examples=examples(ci=15), stateful_step_count=12)
 TestSessionMachine = SessionMachine.TestCase

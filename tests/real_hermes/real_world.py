@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from runner_launch import RunnerUnderTest
 
 from fake_server import Channel, ControlPlane, Timings
 from fixtures.real_hermes import ModelServer, RealHermes, Script
+
+from .runner_launch import RunnerUnderTest
 
 FAST = Timings(poll_hold=2.0, redelivery=5.0, watchdog_tick=0.5, offline_after=10.0)
 PLUGIN = "/api/plugins/yaoyao-bot-bridge"

@@ -97,6 +97,7 @@ def test_script_from_dict() -> None:
                                      {"say": "done", "chunks": 1}]}], "fallback": "fb"})
     assert script == Script(rules=(Rule("TEAM", (Call("create_member", {"name": "Ada"}),
                                                  Say("done", chunks=1))),), fallback="fb")
+    bad: Any
     for bad in ([], {"rules": [{"prefix": "X", "steps": []}]},
                 {"rules": [{"prefix": "X", "steps": [{"shout": "hi"}]}]}):
         with pytest.raises(ValueError, match="script"):

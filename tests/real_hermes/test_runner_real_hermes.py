@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from real_world import PLUGIN, World, real_world, turn, types_of, wait_event
 
 from fixtures.real_hermes import Call, Rule, Say, Script, find_hermes
+
+from .real_world import PLUGIN, World, real_world, turn, types_of, wait_event
 
 HERMES_BIN, SKIP_REASON = find_hermes()
 pytestmark = [

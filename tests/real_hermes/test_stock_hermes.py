@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from real_world import PLUGIN, real_world
 
 from fixtures.real_hermes import Rule, Say, Script, find_hermes
+
+from .real_world import PLUGIN, real_world
 
 HERMES_BIN, SKIP_REASON = find_hermes()
 pytestmark = [pytest.mark.skipif(HERMES_BIN is None, reason=SKIP_REASON), pytest.mark.slow]

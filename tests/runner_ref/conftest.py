@@ -2,22 +2,16 @@
 and scan the output of every runner subprocess a test started for every secret it could know."""
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
+from fixtures import ScriptedHermes
 
-from runner_proc import RunnerProcess  # noqa: E402
-from secret_scan import scan  # noqa: E402
-from stub_hermes import StubHermes  # noqa: E402
-
-from fixtures import ScriptedHermes  # noqa: E402
+from .runner_proc import RunnerProcess
+from .secret_scan import scan
+from .stub_hermes import StubHermes
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner_proc import RunnerProcess, write_config
-
 from fake_server import ControlPlane, Timings
+
+from .runner_proc import RunnerProcess, write_config
 
 FAST = Timings(poll_hold=2.0, redelivery=5.0, watchdog_tick=0.5, offline_after=10.0)
 

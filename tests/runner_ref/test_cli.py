@@ -6,7 +6,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from runner_proc import RunnerProcess, write_config
+from .runner_proc import RunnerProcess, write_config
 
 TOKEN = "tok_" + "S3cr3t" * 8
 PASSWORD = "pw-" + "Qz9" * 6

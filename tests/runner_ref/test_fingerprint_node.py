@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from runner_ref.fingerprint import command_fingerprint, js_stringify
@@ -79,8 +79,6 @@ def _runner_bytes(text: str) -> bytes:
     return js_stringify(json.loads(text)).encode("utf-8", "surrogatepass")
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=values)
 @example(value={"b": 1, "1": 2})                                 # the divergence that was there
 @example(value={"b": 1, "4294967295": 2, "4294967294": 3, "01": 4, "1": 5, "0": 6})

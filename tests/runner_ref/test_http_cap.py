@@ -4,12 +4,13 @@ from __future__ import annotations
 import base64
 
 import pytest
-from stub_hermes import StubHermes
 
 from runner_ref import timings
 from runner_ref.errors import CommandError
 from runner_ref.hermes import HermesClient
 from runner_ref.http_kind import run_http
+
+from .stub_hermes import StubHermes
 
 CAP = 8 * 1024 * 1024
 GET_CONFIG = {"path": "/api/config", "method": "GET", "search": "?profile=default"}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from integration import rig
-from stub_hermes import StubHermes
-
 from fixtures import ScriptedHermes
+
+from .integration import rig
+from .stub_hermes import StubHermes
 
 PASSWORD = "pw-" + "Zx81" * 5
 
@@ -38,7 +38,7 @@ async def test_account_mode_http_and_gateway(tmp_path: Path) -> None:
     async with ScriptedHermes(None, auth="account", username="ops", password=PASSWORD) as hermes:
         async with rig(tmp_path, hermes.url, start=False) as r:
             r.config["hermesCredentials"] = {"username": "ops", "password": PASSWORD}
-            from runner_proc import write_config
+            from .runner_proc import write_config
             write_config(r.config_path.parent, r.config)
             await r.runner.start()
             await r.cp.wait_online(r.runner_id, timeout=10)

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration import Rig, rig
 
 from fixtures import ScriptedHermes
+
+from .integration import Rig, rig
 
 SCRIPT: dict[str, Any] = {
     "version": 1,

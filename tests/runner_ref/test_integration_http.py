@@ -6,9 +6,9 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from integration import rig
-
 from fixtures import ScriptedHermes
+
+from .integration import rig
 
 
 async def test_downloads_only_inside_artifact_roots(tmp_path: Path) -> None:

@@ -15,10 +15,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from integration import Rig, delivered, replay, rig
-from stub_hermes import StubHermes
+
+from tests.budget import examples
+
+from .integration import Rig, delivered, replay, rig
+from .stub_hermes import StubHermes
 
 ROUNDS = 3
 KillPoint = tuple[str, int]    # ("held" | "answered", k)
@@ -103,8 +106,7 @@ async def _rounds(r: Rig, hermes: StubHermes, plan: list[KillPoint]) -> None:
           f"{uncertain} uncertain")
 
 
-@settings(max_examples=2, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(ci=2))
 @given(plan=st.lists(kill_points, min_size=ROUNDS, max_size=ROUNDS))
 def test_kill9_at_drawn_points_loses_no_receipt(plan: list[KillPoint]) -> None:
     asyncio.run(_run(plan))

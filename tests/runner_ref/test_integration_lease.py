@@ -6,9 +6,9 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from integration import rig
-
 from fixtures import ScriptedHermes
+
+from .integration import rig
 
 TOOLS = [
     {"id": "ws.create_member", "name": "create_member", "description": "Create a member",

@@ -9,8 +9,8 @@ import os
 import signal
 from pathlib import Path
 
-from integration import delivered, replay, rig
-from stub_hermes import StubHermes
+from .integration import delivered, replay, rig
+from .stub_hermes import StubHermes
 
 
 async def test_connect_http_and_dedupe(tmp_path: Path) -> None:

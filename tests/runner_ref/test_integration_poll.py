@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from integration import rig
-from stub_hermes import StubHermes
+from .integration import rig
+from .stub_hermes import StubHermes
 
 
 async def test_poll_errors_reconnect_after_1s_with_reset(tmp_path: Path) -> None:

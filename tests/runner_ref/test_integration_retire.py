@@ -6,8 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from integration import delivered, replay, rig
-from stub_hermes import StubHermes
+
+from .integration import delivered, replay, rig
+from .stub_hermes import StubHermes
 
 FAKETIME = shutil.which("faketime")
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from runner_ref import ledger as L
+from tests.budget import examples
 
 HOUR_MS = 3_600_000
 
@@ -144,5 +145,5 @@ class LedgerStory(RuleBasedStateMachine):
             assert (r.result is not None) == (r.state is L.State.COMPLETE)
 
 
-LedgerStory.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
+LedgerStory.TestCase.settings = settings(max_examples=examples(ci=50), stateful_step_count=30)
 TestLedgerStory = LedgerStory.TestCase

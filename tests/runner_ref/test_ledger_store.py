@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from runner_ref import ledger as L
@@ -148,7 +148,6 @@ def test_sql_guards_come_from_the_table() -> None:
     assert f"SET state='{L.target_state(L.Event.RETIRE).value}'" in SQL_RETIRE
 
 
-@settings(max_examples=40, deadline=None)
 @given(rows=st.lists(st.tuples(st.sampled_from(["started", "complete"]), st.integers(0, 5 * HOUR)),
                      min_size=1, max_size=8),
        now=st.integers(0, 6 * HOUR), after=st.sampled_from([0, 1, HOUR]))

@@ -140,7 +140,6 @@ class AgentLedgerStory(RuleBasedStateMachine):
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-AgentLedgerStory.TestCase.settings = settings(max_examples=40, stateful_step_count=25,
-                                              deadline=None)
+AgentLedgerStory.TestCase.settings = settings(stateful_step_count=25)
 TestAgentLedgerStory = AgentLedgerStory.TestCase
 

@@ -5,9 +5,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from runner_proc import RunnerProcess, write_config
-from secret_scan import config_secrets, leaks, scan
-from stub_hermes import StubHermes
+
+from .runner_proc import RunnerProcess, write_config
+from .secret_scan import config_secrets, leaks, scan
+from .stub_hermes import StubHermes
 
 TOKEN = "tok_" + "L3ak" * 10
 PASSWORD = "pw-" + "Zx8" * 5

@@ -263,5 +263,4 @@ class DedupeMachine(RuleBasedStateMachine):
 
 
 TestDedupeMachine = DedupeMachine.TestCase
-TestDedupeMachine.settings = settings(max_examples=60, stateful_step_count=25, deadline=None,
-                                      print_blob=True)
+TestDedupeMachine.settings = settings(stateful_step_count=25)

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration import rig
 
 from fixtures import ScriptedHermes
+
+from .integration import rig
 
 pytestmark = pytest.mark.timeout(90)
 

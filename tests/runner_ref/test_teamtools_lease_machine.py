@@ -254,5 +254,4 @@ class LeaseMachine(RuleBasedStateMachine):
 
 
 TestLeaseMachine = LeaseMachine.TestCase
-TestLeaseMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,
-                                     print_blob=True)
+TestLeaseMachine.settings = settings(stateful_step_count=30)
