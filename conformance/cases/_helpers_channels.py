@@ -181,6 +181,12 @@ class HermesProxy:
         self._pattern = re.compile(pattern.encode())
         self._gate.clear()
 
+    def cut(self) -> None:
+        """Hermes unreachable: close every proxied connection and refuse new ones."""
+        self.refuse = True
+        for t in list(self._tasks):
+            t.cancel()
+
     def release(self) -> None:
         self._pattern = None
         self._gate.set()
