@@ -54,7 +54,7 @@ async def test_events_reach_only_the_owning_channel(world: Any) -> None:
     expect(not stray_a and not stray_b,
            expected="each channel carries only its own session's frames",
            actual=f"on A {len(stray_a)} foreign frame(s), on B {len(stray_b)} "
-                  f"(first: {(stray_a or stray_b or [None])[0]})",
+                  f"(first: {(stray_a + stray_b)[:1]})",
            witness=witness(world, a.connection_id, b.connection_id, limit=8))
 
 
