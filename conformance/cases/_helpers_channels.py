@@ -264,3 +264,21 @@ class _Stoppable:
 
     async def stop(self) -> None:
         await self.proxy.stop()
+
+
+def _elide(value: Any, min_len: int) -> Any:
+    if isinstance(value, str) and len(value) >= min_len:
+        return f"<{len(value)} chars elided from the transcript>"
+    if isinstance(value, dict):
+        return {k: _elide(v, min_len) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_elide(v, min_len) for v in value]
+    return value
+
+
+def elide_large_bodies(world: Any, min_len: int = 1024 * 1024) -> None:
+    """Replace strings of ``min_len`` chars or more in the recorded exchange bodies by a marker
+    (the digests stay), so a case that sends a huge payload does not put it into the report."""
+    for ex in world.cp.history.entries:
+        ex.request_body = _elide(ex.request_body, min_len)
+        ex.response_body = _elide(ex.response_body, min_len)
