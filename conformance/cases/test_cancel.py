@@ -140,8 +140,10 @@ async def test_close_overtaking_create_leaves_no_lease(world: Any) -> None:
     concurrently). Whichever wins, no lease may be left: a lease.bind afterwards is refused
     (runner_lease_expired) and the plugin never sees a bind.
 
-    fails when: lease.create does not check, after its listener started, whether a close
-    overtook it (the lease stays alive and binds)."""
+    fails when: lease.close of a lease still being created (or not yet created) leaves it to
+    live on: no check after the listener started whether a close overtook it, or no tombstone
+    for a close that came first (the lease stays alive and binds). Which of the two races the
+    runner meets depends on its own scheduling; a runner broken in both ways fails always."""
     cp, rid = world.cp, world.runner_id
     ch, sid, stored = await _lease_ready(world)
     session = {"runtimeId": sid, "storedId": stored}
