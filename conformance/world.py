@@ -59,7 +59,11 @@ class World:
                  manual_clock: bool = False, timings: Timings | None = None,
                  runner_name: str = "runner-under-test", config_extra: Mapping[str, Any] | None = None,
                  runner_env: Mapping[str, str] | None = None, runner_files: Sequence[str] = (),
-                 start_runner: bool = True, online_timeout: float = ONLINE_TIMEOUT) -> None:
+                 start_runner: bool = True, online_timeout: float = ONLINE_TIMEOUT,
+                 hermes: str = "scripted", seed: int | None = None) -> None:
+        # ``hermes`` and ``seed`` are what the plugin's world fixture passes (casefixtures.py).
+        self.hermes_mode = hermes
+        self.seed = seed
         self.runner_cmd = runner_cmd
         self.profiles = list(profiles)
         self.hermes_script = hermes_script

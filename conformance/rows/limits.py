@@ -4,4 +4,30 @@ from __future__ import annotations
 
 from ..case_row import Case
 
-ROWS: tuple[Case, ...] = ()
+F = "limits and bad input"
+
+ROWS: tuple[Case, ...] = (
+    Case("LIM-001", "MUST", "The runner MUST refuse, with a plain error, a 65th channel while 64 "
+         "are open, and open no Hermes socket for it.", "3.2", F),
+    Case("LIM-002", "MUST", "The runner MUST refuse, with a plain error, a 65th lease while 64 are "
+         "open.", "3.5", F),
+    Case("LIM-003", "MUST", "A Hermes body over 8 MiB MUST be answered with an error result, not "
+         "relayed, and the runner stays online.", "3.1", F),
+    Case("LIM-004", "MUST", "The runner MUST answer a kind it does not know with "
+         "runner_command_unknown and cause no effect.", "3", F),
+    Case("LIM-005", "MUST", "A payload missing required fields MUST get an error result, and the "
+         "runner keeps running on the same connection.", "3", F),
+    Case("LIM-006", "MUST", "A gateway.open whose connectionId is not a string MUST get an error "
+         "result and open no Hermes socket.", "3.2", F),
+    Case("LIM-007", "MUST", "An RPC on a channel that is not open MUST be refused without "
+         "reaching Hermes.", "3.3", F),
+    Case("LIM-008", "MUST", "A Hermes JSON-RPC error MUST come back as an error result, and the "
+         "channel stays usable.", "3.3", F),
+    Case("LIM-009", "MUST", "When Hermes is unreachable the runner MUST answer with an error "
+         "result, and a Hermes failure MUST NOT disconnect it from the control plane.", "3.1", F),
+    Case("LIM-010", "MUST", "An extension kind (network.configure) on a runner that does not "
+         "advertise it MUST get an error result (runner_command_unknown or "
+         "runner_feature_unavailable) and cause no effect.", "3", F),
+    Case("LIM-011", "MUST", "A command near the 36 MiB single-command limit MUST be handled: one "
+         "result is posted and the runner stays online.", "5", F),
+)

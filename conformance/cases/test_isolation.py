@@ -1,0 +1,296 @@
+"""ISO — session isolation: events only on the owning channel, foreign sessions refused,
+one channel's end never ends another (rows: conformance/rows/isolation.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import aiohttp
+
+from conformance.marks import case
+from conformance.verdict import CaseFailed, expect
+
+from ._helpers_channels import (
+    WAIT,
+    event_for,
+    expect_error,
+    expect_no_effect,
+    expect_ok,
+    new_session,
+    outcome_text,
+    prompt,
+    socket_of,
+    stays_online,
+    witness,
+    ws_closed,
+)
+
+#: session.info right behind the session.create reply (nothing between them on the wire).
+INFO_AT_ONCE = {"version": 1, "session_info_delay": 0, "rules": [],
+                "default": {"steps": [{"say": "hello"}]}}
+
+
+def _foreign(frames: list[dict[str, Any]], own: set[str]) -> list[dict[str, Any]]:
+    return [f for f in frames if f.get("session_id") not in own]
+
+
+@case("ISO-001")
+async def test_events_reach_only_the_owning_channel(world: Any) -> None:
+    """Two channels, one session each; a turn runs on A's session. Every frame on A names A's
+    session, no frame on B names A's session.
+
+    fails when: the runner broadcasts a Hermes frame to every channel (or routes by socket
+    instead of by owned session)."""
+    cp, rid = world.cp, world.runner_id
+    a, b = await asyncio.gather(cp.open_channel(rid), cp.open_channel(rid))
+    sa, sb = await new_session(world, a), await new_session(world, b)
+    await prompt(world, a, sa, "SLOWTEST")
+    await event_for(a, "message.complete", sa)
+    await prompt(world, b, sb, "hello")
+    await event_for(b, "message.complete", sb)
+    stray_a, stray_b = _foreign(a.events, {sa}), _foreign(b.events, {sb})
+    expect(not stray_a and not stray_b,
+           expected="each channel carries only its own session's frames",
+           actual=f"on A {len(stray_a)} foreign frame(s), on B {len(stray_b)} "
+                  f"(first: {(stray_a + stray_b)[:1]})",
+           witness=witness(world, a.connection_id, b.connection_id, limit=8))
+
+
+@case("ISO-002")
+async def test_rpc_on_another_channels_session_is_refused(world: Any) -> None:
+    """B sends prompt.submit naming A's session: refused runner_session_forbidden, and Hermes
+    never receives the prompt.
+
+    fails when: the runner checks only that the session exists, not that this channel owns it."""
+    cp, rid = world.cp, world.runner_id
+    a, b = await asyncio.gather(cp.open_channel(rid), cp.open_channel(rid))
+    sa = await new_session(world, a)
+    await new_session(world, b)
+    out = await cp.rpc(b, "prompt.submit", {"session_id": sa, "text": "hijack"})
+    expect_error(world, out, codes=("runner_session_forbidden",),
+                 what="prompt.submit on B naming A's session", needles=[sa, b.connection_id])
+    expect_no_effect(world, "prompt.accepted", session_id=sa, what="a refused foreign prompt",
+                     needles=[sa])
+
+
+@case("ISO-003")
+async def test_rpc_on_a_session_not_made_by_the_runner_is_refused(world: Any) -> None:
+    """A session is created on Hermes by another client (not through the runner); an rpc naming
+    it is refused runner_session_forbidden and reaches no Hermes handler.
+
+    fails when: the runner forwards any live session id Hermes knows."""
+    from fixtures.hermes.client import GatewayClient
+
+    cp = world.cp
+    ch = await cp.open_channel(world.runner_id)
+    await new_session(world, ch)
+    async with aiohttp.ClientSession() as http:
+        other = await GatewayClient.connect(http, world.hermes.ws_url)
+        try:
+            reply = await other.request("session.create", {"cols": 80})
+            foreign = (reply.get("result") or {}).get("session_id")
+            if not isinstance(foreign, str):
+                raise CaseFailed("a session made by another client", str(reply)[:200])
+            out = await cp.rpc(ch, "prompt.submit", {"session_id": foreign, "text": "hi"})
+            expect_error(world, out, codes=("runner_session_forbidden",),
+                         what="prompt.submit naming a session made outside the runner",
+                         needles=[foreign])
+            usage = await cp.rpc(ch, "session.close", {"session_id": foreign})
+            expect_error(world, usage, codes=("runner_session_forbidden",),
+                         what="session.close naming a session made outside the runner",
+                         needles=[foreign])
+            expect_no_effect(world, "prompt.accepted", session_id=foreign,
+                             what="a prompt on a foreign session", needles=[foreign])
+            expect_no_effect(world, "session.closed", session_id=foreign,
+                             what="a close of a foreign session", needles=[foreign])
+        finally:
+            await other.ws.close()
+
+
+@case("ISO-004")
+async def test_revoking_one_channel_closes_only_it(world: Any) -> None:
+    """A and B run turns; A is revoked on the control plane while its stream is paused in
+    Hermes. A's next event gets 410 and the runner closes A. B's socket stays open, B's
+    running session gets no interrupt, B still answers RPCs and the runner keeps its epoch.
+
+    fails when: a 410 on one channel closes every channel or disconnects the runner."""
+    cp, rid = world.cp, world.runner_id
+    epoch = cp.epoch(rid)
+    a, b = await asyncio.gather(cp.open_channel(rid), cp.open_channel(rid))
+    sa, sb = await new_session(world, a), await new_session(world, b)
+    sock_a, sock_b = await socket_of(world, sa), await socket_of(world, sb)
+    await prompt(world, b, sb, "HANGTEST")
+    await world.hermes.effects.wait_for("prompt.accepted", timeout=WAIT, session_id=sb)
+    pause = world.hermes.pause_at("before message.delta #2", session_id=sa)
+    await prompt(world, a, sa, "SLOWTEST")
+    await pause.reached(timeout=WAIT)
+    cp.revoke_channel(a)
+    pause.release()
+    try:
+        await asyncio.wait_for(a.closed.wait(), WAIT)
+    except TimeoutError:
+        raise CaseFailed("the revoked channel A is closed after its 410",
+                         "A still open on the control plane", witness(world, a.connection_id)) from None
+    closed_a = await ws_closed(world, sock_a)
+    expect(closed_a is not None, expected="A's Hermes socket closes",
+           actual="no ws.closed for A's socket", witness=witness(world, a.connection_id))
+    usage = await cp.rpc(b, "session.usage", {"session_id": sb})
+    expect_ok(world, usage, what="session.usage on B after A was revoked",
+              needles=[b.connection_id])
+    expect(not b.closed.is_set() and not world.hermes.effects.of("ws.closed", socket_id=sock_b),
+           expected="B stays open", actual=f"B closed_by {b.closed_by}",
+           witness=witness(world, b.connection_id))
+    expect_no_effect(world, "session.interrupted", session_id=sb,
+                     what="B's running session after A was revoked", needles=[sb])
+    await stays_online(world, epoch, what="after one channel was revoked")
+
+
+@case("ISO-005", hermes_script=INFO_AT_ONCE)
+async def test_event_right_behind_the_create_reply_is_forwarded(world: Any) -> None:
+    """Hermes sends session.info right behind the session.create reply (session_info_delay 0);
+    the runner must forward it on the channel.
+
+    fails when: the runner registers ownership only when its awaiting coroutine resumes after
+    the reply (the frame right behind it is dropped as foreign)."""
+    ch = await world.cp.open_channel(world.runner_id)
+    sid = await new_session(world, ch)
+    try:
+        await event_for(ch, "session.info", sid, timeout=WAIT)
+    except TimeoutError:
+        raise CaseFailed(f"the session.info of {sid} forwarded on the channel",
+                         f"frames on the channel: {[f.get('type') for f in ch.events]}",
+                         witness(world, sid)) from None
+
+
+@case("ISO-006")
+async def test_events_are_posted_in_hermes_order(world: Any) -> None:
+    """SLOWTEST streams 40 deltas "slow 0 " … "slow 39 "; the channel must receive them in that
+    order, between message.start and message.complete.
+
+    fails when: the runner posts frames concurrently (one task per frame) and reorders them."""
+    ch = await world.cp.open_channel(world.runner_id)
+    sid = await new_session(world, ch)
+    await prompt(world, ch, sid, "SLOWTEST")
+    await event_for(ch, "message.complete", sid)
+    mine = [f for f in ch.events if f.get("session_id") == sid]
+    types = [f.get("type") for f in mine]
+    deltas = [(f.get("payload") or {}).get("text") for f in mine if f.get("type") == "message.delta"]
+    want = [f"slow {i} " for i in range(40)]
+    start, done = types.index("message.start"), types.index("message.complete")
+    expect(deltas == want and start < types.index("message.delta") and done > start,
+           expected="message.start, 40 deltas in Hermes' order, then message.complete",
+           actual=f"types {types[:6]}…, deltas {deltas[:5]}… ({len(deltas)})",
+           witness=witness(world, sid, limit=6))
+
+
+@case("ISO-007")
+async def test_hermes_closing_the_socket_closes_the_channel(world: Any) -> None:
+    """Hermes closes the channel's WebSocket; the runner posts {connectionId, closed:true} and
+    the control plane's channel ends closed by the runner.
+
+    fails when: the runner does not tell the control plane that a channel's socket ended."""
+    cp = world.cp
+    ch = await cp.open_channel(world.runner_id)
+    await new_session(world, ch)
+    mark = cp.history.last_seq
+    await world.hermes.ws.close_all()
+    try:
+        await asyncio.wait_for(ch.closed.wait(), WAIT)
+    except TimeoutError:
+        raise CaseFailed("an event {connectionId, closed:true} after Hermes closed the socket",
+                         "the channel is still open", witness(world, ch.connection_id)) from None
+    posts = [ex for ex in cp.history.filter(route="event") if ex.seq > mark
+             and ex.connection_id == ch.connection_id
+             and isinstance(ex.request_body, dict) and ex.request_body.get("closed")]
+    expect(ch.closed_by == "runner" and posts,
+           expected="the channel closed by the runner's closed:true event",
+           actual=f"closed_by {ch.closed_by}, closed posts {len(posts)}",
+           witness=witness(world, ch.connection_id))
+
+
+@case("ISO-008")
+async def test_frames_without_session_id_are_not_forwarded(world: Any) -> None:
+    """Hermes sends gateway.ready (no session_id) on every socket; after a full turn, no frame
+    on the channel lacks a session_id.
+
+    fails when: the runner forwards every Hermes event frame."""
+    ch = await world.cp.open_channel(world.runner_id)
+    sid = await new_session(world, ch)
+    await prompt(world, ch, sid, "hello")
+    await event_for(ch, "message.complete", sid)
+    bare = [f for f in ch.events if not f.get("session_id")]
+    expect(not bare, expected="no forwarded frame without session_id",
+           actual=f"{len(bare)} such frame(s): {[f.get('type') for f in bare][:5]}",
+           witness=witness(world, ch.connection_id, "gateway.ready", limit=6))
+
+
+@case("ISO-009")
+async def test_resumed_session_becomes_owned(world: Any) -> None:
+    """A stored session is resumed through the channel; prompt.submit on the returned session
+    is allowed and its events are forwarded on that channel.
+
+    fails when: only session.create registers ownership (resume is forwarded but not owned)."""
+    cp = world.cp
+    stored = world.hermes.add_stored_session(
+        messages=[{"role": "user", "text": "earlier"}, {"role": "assistant", "text": "ok"}],
+        title="resume me", profile="default")
+    ch = await cp.open_channel(world.runner_id)
+    out = await cp.rpc(ch, "session.resume", {"session_id": stored, "profile": "default",
+                                              "cols": 100})
+    expect_ok(world, out, what="session.resume of a stored session", needles=[stored])
+    sid = out.result.get("session_id") if isinstance(out.result, dict) else None
+    if not isinstance(sid, str):
+        raise CaseFailed("a session.resume result with a session_id", outcome_text(out))
+    await prompt(world, ch, sid, "hello again")
+    try:
+        await event_for(ch, "message.complete", sid)
+    except TimeoutError:
+        raise CaseFailed(f"the resumed session {sid}'s events on the channel",
+                         f"frames: {[f.get('type') for f in ch.events]}",
+                         witness(world, sid)) from None
+
+
+@case("ISO-010")
+async def test_410_on_event_closes_only_that_channel(world: Any) -> None:
+    """The control plane answers A's next event 410 runner_connection_closed; the runner closes
+    A's socket, B keeps working and the runner stays online in the same epoch.
+
+    fails when: a 410 on event is treated as a failed post (local disconnect of everything), or
+    closes other channels too."""
+    cp, rid = world.cp, world.runner_id
+    epoch = cp.epoch(rid)
+    a, b = await asyncio.gather(cp.open_channel(rid), cp.open_channel(rid))
+    sa, sb = await new_session(world, a), await new_session(world, b)
+    sock_a, sock_b = await socket_of(world, sa), await socket_of(world, sb)
+    await event_for(a, "session.info", sa)
+    cp.faults.fail_next("event", status=410, code="runner_connection_closed",
+                        target=a.connection_id)
+    await prompt(world, a, sa, "hello")
+    closed_a = await ws_closed(world, sock_a)
+    expect(closed_a is not None, expected="A's Hermes socket closed after the 410",
+           actual="A's socket still open", witness=witness(world, a.connection_id))
+    await prompt(world, b, sb, "hello")
+    await event_for(b, "message.complete", sb)
+    expect(not world.hermes.effects.of("ws.closed", socket_id=sock_b),
+           expected="B's socket stays open", actual="B's socket closed",
+           witness=witness(world, b.connection_id))
+    await stays_online(world, epoch, what="after a 410 on one channel's event")
+
+
+@case("ISO-011", hermes_script="team")
+async def test_lease_for_an_unowned_session_is_refused(world: Any) -> None:
+    """lease.create names a session id no channel of the runner owns: refused
+    runner_session_forbidden, and the plugin sees no bind.
+
+    fails when: lease.create trusts the control plane's session id without an ownership check."""
+    cp = world.cp
+    ch = await cp.open_channel(world.runner_id)
+    await new_session(world, ch)
+    foreign = uuid.uuid4().hex[:8]
+    lease = await cp.create_lease(ch, profile="default", check=False,
+                                  session={"runtimeId": foreign, "storedId": None})
+    expect_error(world, lease.create_outcome, codes=("runner_session_forbidden",),
+                 what="lease.create for a session no channel owns", needles=[lease.lease_id])
+    expect_no_effect(world, "bind", what="a refused lease", needles=[lease.lease_id])
