@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fake_server import ToolError
-from fake_server.hub import run_tool
+from fake_server.relay import run_tool
 from fake_server.team import Origin, TeamDesk, tool_id
 
 
@@ -22,7 +22,7 @@ def two_grants() -> tuple[TeamDesk, Any, Any]:
 
 async def relay(grant: Any, op: str, args: dict[str, Any], tag: str | None = None
                 ) -> tuple[int, dict[str, Any]]:
-    """What the hub's ``tool`` route does with a relayed call (``fake_server.hub.run_tool``)."""
+    """What the hub's ``tool`` route does with a relayed call (``fake_server.relay.run_tool``)."""
     lease = SimpleNamespace(handlers=grant.handlers)
     return await run_tool(lease, tool_id(tag or grant.tag, op), args)  # type: ignore[arg-type]
 
