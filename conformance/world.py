@@ -235,6 +235,13 @@ class World:
         return found
 
 
-def open_world(runner_cmd: str | None = None, **options: Any) -> World:
-    """The ``world`` fixture's factory: ``async with open_world(cmd, **options) as world``."""
+def open_world(runner_cmd: str | None = None, *, hermes: str = "scripted", seed: int | None = None,
+               **options: Any) -> World:
+    """The ``world`` fixture's factory: ``async with open_world(cmd, **options) as world``.
+
+    ``hermes`` and ``seed`` are what the plugin's fixture passes: only the scripted Hermes is
+    built here, and the seed is not used yet (the scripted Hermes keeps its own seed 0)."""
+    if hermes != "scripted":
+        raise ValueError(f"open_world builds only the scripted Hermes, not {hermes!r}")
+    del seed
     return World(runner_cmd, **options)
