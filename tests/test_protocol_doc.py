@@ -55,7 +55,7 @@ def sentences(text: str) -> list[str]:
         if block.startswith("|"):
             out.append(plain)
         else:
-            out.extend(re.split(r"(?<=[.!?:])\s+(?=[A-Z(*⚑\[])", plain))
+            out.extend(re.split(r"(?<=[.!?:])(?<!\[cases:)\s+(?=[A-Z(*⚑\[])", plain))
     return out
 
 
