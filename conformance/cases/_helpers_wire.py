@@ -123,3 +123,90 @@ async def open_session(world: Any, profile: str = "default") -> tuple[Any, str]:
     if not out.ok or not isinstance(out.result, dict) or "session_id" not in out.result:
         raise AssertionError(f"session.create through the runner failed: {describe(out)}")
     return ch, str(out.result["session_id"])
+
+
+# -- a recording proxy: the request headers the history does not keep --------------------------
+
+_HOP = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive"})
+
+
+class HeaderTap:
+    """A loopback HTTP proxy in front of the control plane that records every request's headers
+    (``Authorization`` kept only as a verdict, never its value) and forwards the request as is.
+
+    ``async with HeaderTap(world.cp.url, secrets=world.secrets) as tap:`` then point the runner's
+    ``serverURL`` at ``tap.url``. ``tap.requests`` holds ``(path, headers)`` in arrival order;
+    the ``authorization`` entry is ``"Bearer <token>"`` when it was exactly that, else the
+    redacted value."""
+
+    def __init__(self, upstream: str, *, token: str, secrets: Any) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.token = token
+        self.secrets = secrets
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.url = ""
+        self._runner: Any = None
+        self._client: Any = None
+
+    async def __aenter__(self) -> HeaderTap:
+        import aiohttp
+        from aiohttp import web
+
+        self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._client is not None:
+            await self._client.close()
+
+    def _record(self, path: str, headers: Any) -> None:
+        seen: dict[str, str] = {}
+        for name, value in headers.items():
+            key = name.lower()
+            if key == "authorization":
+                value = "Bearer <token>" if value == f"Bearer {self.token}" else \
+                    self.secrets.redact(value)
+            seen[key] = value if key not in seen else f"{seen[key]}, {value}"
+        self.requests.append((path, seen))
+
+    async def _forward(self, request: Any) -> Any:
+        import aiohttp
+        from aiohttp import web
+
+        self._record(request.path_qs, request.headers)
+        body = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        try:
+            async with self._client.request(request.method, self.upstream + request.path_qs,
+                                            headers=headers, data=body or None,
+                                            allow_redirects=False) as resp:
+                data = await resp.read()
+                out = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP}
+                return web.Response(status=resp.status, body=data, headers=out)
+        except aiohttp.ClientError:  # the control plane went away (restart, teardown)
+            return web.Response(status=502, body=b'{"error":"tap","code":"bad_gateway"}',
+                                content_type="application/json")
+
+    def route_of(self, path: str) -> str:
+        return path.split("?", 1)[0].rsplit("/", 1)[-1]
+
+
+async def start_behind_tap(world: Any) -> HeaderTap:
+    """Start the (not yet started) runner with its serverURL pointing at a new :class:`HeaderTap`;
+    the caller leaves the tap with ``await tap.__aexit__()`` (or ``async with``)."""
+    tap = HeaderTap(world.cp.url, token=world.registered.token, secrets=world.secrets)
+    await tap.__aenter__()
+    world.runner.config["serverURL"] = tap.url
+    world.runner.write_config()
+    await world.start_runner()
+    return tap

@@ -16,6 +16,7 @@ from conformance.checks.render import render_all
 from conformance.checks.translate import translate
 from conformance.marks import case
 from conformance.verdict import expect
+from fake_server.gates import ACCEPTED_FEATURES
 
 from ._helpers_wire import (
     LOWER_UUID,
@@ -28,6 +29,7 @@ from ._helpers_wire import (
     refused_with,
     result_posts,
     runner_exchanges,
+    start_behind_tap,
 )
 
 GATE_REFUSALS = {"runner_unauthorized", "runner_protocol_mismatch"}
@@ -62,29 +64,46 @@ async def test_first_poll_carries_reset(world):
                   f"reset={polls[0].reset if polls else None}", witness=excerpt(world, limit=4))
 
 
-@case("WIR-002", hermes_script="plain")
+@case("WIR-002", hermes_script="plain", start_runner=False)
 async def test_every_request_is_authenticated_and_versioned(world):
-    """fails when: a request lacks ``Authorization: Bearer <token>`` or ``x-runner-protocol: 1``
-    (the gates answer 403/409), or ``x-runner-instance`` is not a lower-case UUID (e.g. upper-cased)."""
-    await _traffic(world)
-    exchanges = runner_exchanges(world)
-    routes = {ex.route for ex in exchanges}
+    """fails when: a request lacks ``Authorization: Bearer <token>`` or ``x-runner-protocol: 1``,
+    or its ``x-runner-instance`` is not a lower-case UUID (e.g. upper-cased)."""
+    tap = await start_behind_tap(world)
+    try:
+        await _traffic(world)
+        await world.runner.stop()
+    finally:
+        await tap.__aexit__()
+    routes = {tap.route_of(path) for path, _ in tap.requests}
     expect({"poll", "admit", "result", "event"} <= routes,
            expected="traffic on poll, admit, result and event", actual=sorted(routes))
-    bad = [ex for ex in exchanges if ex.code in GATE_REFUSALS
-           or not (isinstance(ex.instance, str) and LOWER_UUID.match(ex.instance))]
-    expect(not bad, expected="every request authenticated (Bearer), protocol 1, lower-case UUID "
-                             "instance: no 403 runner_unauthorized / 409 runner_protocol_mismatch",
-           actual=[f"#{ex.seq} {ex.route} instance={ex.instance!r} {ex.status} {ex.code}"
-                   for ex in bad[:5]],
-           witness=excerpt(world, *(str(ex.seq) for ex in bad[:1]), limit=5))
+    bad = [f"{tap.route_of(path)}: authorization={h.get('authorization')!r} "
+           f"protocol={h.get('x-runner-protocol')!r} instance={h.get('x-runner-instance')!r}"
+           for path, h in tap.requests
+           if h.get("authorization") != "Bearer <token>" or h.get("x-runner-protocol") != "1"
+           or not LOWER_UUID.match(h.get("x-runner-instance", ""))]
+    expect(not bad, expected="every request: Authorization: Bearer <token>, x-runner-protocol: 1, "
+                             "a lower-case UUID x-runner-instance", actual=bad[:5])
+    refused = [ex for ex in runner_exchanges(world) if ex.code in GATE_REFUSALS]
+    expect(not refused, expected="no request refused by gates 1-2",
+           actual=[f"#{ex.seq} {ex.route} {ex.status} {ex.code}" for ex in refused[:5]],
+           witness=excerpt(world, limit=5))
 
 
-@case("WIR-003", hermes_script="plain")
+@case("WIR-003", hermes_script="plain", start_runner=False)
 async def test_no_request_carries_origin(world):
-    """fails when: any request (e.g. only result or event posts) carries an ``Origin`` header,
-    which gate 1 answers 403 runner_unauthorized although the token is right."""
-    await _traffic(world)
+    """fails when: any request (e.g. only result or event posts) carries an ``Origin`` header
+    (gate 1 then answers 403 runner_unauthorized although the token is right)."""
+    tap = await start_behind_tap(world)
+    try:
+        await _traffic(world)
+        await world.runner.stop()
+    finally:
+        await tap.__aexit__()
+    with_origin = [f"{tap.route_of(path)}: Origin {h['origin']!r}" for path, h in tap.requests
+                   if "origin" in h]
+    expect(not with_origin, expected="no request carries an Origin header",
+           actual=with_origin[:5])
     refused = [ex for ex in runner_exchanges(world) if ex.code == "runner_unauthorized"]
     expect(not refused, expected="no request refused by gate 1 (Origin absent, token right)",
            actual=[f"#{ex.seq} {ex.route} 403 runner_unauthorized" for ex in refused[:5]],
@@ -276,6 +295,24 @@ async def test_a_batch_is_answered_in_full(world):
            actual=f"poll #{answered.seq} delivered {len(delivered)}")
     expect(all(o.ok for o in outs), expected="every command of the batch answered",
            actual=[describe(o) for o in outs], witness=excerpt(world, after_seq=seen, limit=12))
+
+
+@case("WIR-012", hermes_script="plain", start_runner=False)
+async def test_only_protocol_feature_names_are_advertised(world):
+    """fails when: ``x-runner-features`` names a feature the protocol does not define (e.g.
+    ``team-tools``, ``bogus-v1``), or separates names with ``", "``."""
+    tap = await start_behind_tap(world)
+    try:
+        await _traffic(world)
+        await world.runner.stop()
+    finally:
+        await tap.__aexit__()
+    known = set(ACCEPTED_FEATURES)
+    bad = sorted({f"{tap.route_of(path)}: {h['x-runner-features']!r}" for path, h in tap.requests
+                  if "x-runner-features" in h and h["x-runner-features"]
+                  and not set(h["x-runner-features"].split(",")) <= known})
+    expect(not bad, expected="x-runner-features lists only protocol feature names, joined by a "
+                             "bare ','", actual=bad[:5])
 
 
 @case("WIR-013", hermes_script="plain", profiles=("default", "research"),

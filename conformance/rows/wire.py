@@ -31,6 +31,8 @@ ROWS: tuple[Case, ...] = (
          "4.3 Handling a delivered command", _F),
     Case("WIR-011", "MUST", "Every command of a batch of several in one poll answer MUST be "
          "answered.", "2.6.1 poll", _F),
+    Case("WIR-012", "SHOULD", "The runner SHOULD advertise only feature names of the protocol in "
+         "x-runner-features.", "2.2 Request headers", _F),
     Case("WIR-013", "MUST", "The runner MUST connect through outbound transport, filter profiles "
          "and forward only owned session events.", "3.2 gateway.open", _F,
          upstream="runner.test.ts#10"),
