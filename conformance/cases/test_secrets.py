@@ -100,7 +100,8 @@ async def test_no_secret_in_output_over_a_run_with_errors(world):
     handle, out = await http(world, "/api/status", profile=None)
     expect(out.ok, expected="the runner works after a failed poll", actual=describe(out))
     await world.restart_runner()
-    await _work(world)
+    _, out = await http(world, "/api/config")
+    expect(out.ok, expected="the restarted runner relays", actual=describe(out))
     refresh_secrets(world)
     rc = await world.runner.stop()
     leaks = _runner_leaks(world)
@@ -112,9 +113,6 @@ async def test_no_secret_in_output_over_a_run_with_errors(world):
 BAD_PATCHES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("protocol 2", {"protocol": 2}),
     ("an unknown key", {"surprise": True}),
-    ("an http remote serverURL", {"serverURL": "http://control.example.com"}),
-    ("a relative artifact root", {"artifactRoots": ["relative/dir"]}),
-    ("a bad profile name", {"allowedProfiles": ["../default"]}),
     ("a non-string token", {"token": 12345}),
 )
 
