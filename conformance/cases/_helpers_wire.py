@@ -102,8 +102,7 @@ def posted_code(ex: Any) -> str | None:
 
 
 def effects_after(world: Any, seq: int, kinds: Iterable[str] | None = None) -> list[Any]:
-    """Hermes effects with ``seq`` > ``seq`` (of ``kinds`` when given), ignoring the runner's
-    own authentication traffic."""
+    """Hermes effects with ``seq`` > ``seq`` (of ``kinds`` when given)."""
     wanted = set(kinds) if kinds is not None else None
     return [e for e in world.hermes.effects.entries if e.seq > seq
             and (wanted is None or e.kind in wanted)]
