@@ -112,7 +112,7 @@ def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> lis
     else:
         where = ["--pyargs", "conformance.cases",
                  "--rootdir", str(Path(__file__).resolve().parent.parent)]
-    a = [*where, "-c", str(ini), "-p", "conformance.plugin", "-p", "no:cacheprovider",
+    a = [*where, "-c", str(ini), "-p", "conformance.plugin", "-p", "no:cacheprovider", "-p", "no:benchmark",
          "-p", "no:terminal", "--runner-cmd", cmd, "--hermes", args.hermes,
          "--conformance-profile", args.profile, "--conformance-out", str(out),
          "--conformance-seed", str(args.seed), "--junitxml", str(out / "junit.xml"),
