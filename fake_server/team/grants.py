@@ -23,7 +23,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fake_server.hub import ToolError
+from fake_server.handles import ToolError
 
 from .catalogue import catalogue, op_of
 from .codes import TeamError
