@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fake_server import ToolError
-from fake_server.hub import run_tool
+from fake_server.relay import run_tool
 from fake_server.team import Origin, TeamDesk, tool_id
 
 
