@@ -13,10 +13,9 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from conformance.verdict import CaseFailed, expect
 from fake_server import Channel, Timings
 from fixtures.real_hermes import Call, Rule, Say, Script
-
-from conformance.verdict import CaseFailed, expect
 
 PROFILE = "default"
 #: A real Hermes answers in seconds: no redelivery while a command is in flight.
@@ -128,7 +127,7 @@ async def wait_event(ch: Channel, type_: str, sid: str, after: int,
     while True:
         try:
             ev = await ch.next_event(type_, timeout=max(0.1, end - loop.time()), after=i)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             raise CaseFailed(f"a {type_} event of session {sid} on the channel",
                              f"none within {timeout:.0f} s",
                              brief(session_events(ch, sid, after))[-12:]) from None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fake_server.handles import ToolError
@@ -32,6 +33,7 @@ from .world import Actor, Origin, Report, TeamWorld
 if TYPE_CHECKING:
     from fake_server.commands import Outcome
     from fake_server.control import ControlPlane
+    from fake_server.history import Exchange
     from fake_server.hub import Channel, Lease
 
 
@@ -117,6 +119,10 @@ class TeamGrant:
             raise TeamError("team_grant_revoked")
 
 
+def _answered(seq: int, ex: Exchange) -> bool:
+    return ex.seq == seq and ex.answered
+
+
 class TeamDesk:
     """One team world, its lock and the grants onto it."""
 
@@ -167,8 +173,8 @@ class TeamDesk:
         async def drop_when_answered() -> None:
             try:
                 for seq in in_flight:
-                    await cp.history.wait_for(lambda ex, s=seq: ex.seq == s and ex.answered,
-                                              timeout=30.0, after_seq=seq - 1)
+                    await cp.history.wait_for(partial(_answered, seq), timeout=30.0,
+                                              after_seq=seq - 1)
             except TimeoutError:
                 pass  # never answered (the runner went away): drop the lease all the same
             finally:
