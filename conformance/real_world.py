@@ -13,11 +13,14 @@
   ``fixtures.real_hermes.Script``; the model's decisions are scripted, no model is measured)
   and :class:`fixtures.real_hermes.RealHermes` (``hermes dashboard`` on loopback port 0, a
   temporary ``HERMES_HOME`` with our ``yaoyao-bot-bridge`` plugin enabled), token mode only.
+  That pair is started once per process and shared by its worlds (:mod:`conformance.real_host`:
+  a Hermes' first turn alone takes many seconds); a world sets the model's script and counts
+  only what happened since it started (model calls, plugin counters, log lines, output).
 - A real Hermes has no effect log and no pause points: the evidence is the control plane's
   history, the model server's record of what it was asked (``world.model.calls``) and our
   plugin's own counters (``world.side().stats()``, straight from Hermes).
-- Secrets: the Hermes session token joins :attr:`World.secrets`; Hermes' stdout, stderr and
-  every ``*.log`` under its home are kept (read before its temp dir goes) and scanned by
+- Secrets: the Hermes session token joins :attr:`World.secrets`; what Hermes wrote to stdout,
+  stderr and every ``*.log`` under its home while the world ran is scanned by
   :meth:`scan_for_secrets` with the runner's output and the wire exchanges.
 """
 
@@ -32,6 +35,7 @@ from typing import Any
 from fake_server import Timings
 from fixtures.real_hermes import HERMES_AGENT_VERSION, ModelServer, RealHermes, Script, find_hermes
 
+from .real_host import host_for
 from .secrets import Leak
 from .world import World
 
@@ -68,18 +72,6 @@ def resolve_hermes(mode: str) -> tuple[Path | None, str]:
     return exe, ""
 
 
-class _Stops:
-    """Adapts a part with ``close()`` to the world's ``stop()`` teardown."""
-
-    def __init__(self, part: Any, before: Any = None) -> None:
-        self.part, self.before = part, before
-
-    async def stop(self) -> None:
-        if self.before is not None:
-            await self.before()
-        await self.part.close()
-
-
 class RealWorld(World):
     """A world on a real Hermes. Extra attributes: ``model`` (the ModelServer), ``hermes_bin``;
     ``hermes`` is the :class:`RealHermes` (``url``, ``session_token``, ``workdir``, ``home``)."""
@@ -96,40 +88,54 @@ class RealWorld(World):
         self.hermes_env = dict(hermes_env or {})
         self.model: ModelServer
         self.hermes_bin: Path | None = None
-        self._hermes_output = b""
+        self._model_calls0 = 0
+        self._offsets: dict[str, int] = {}
+        self._stats0: dict[str, Any] = {}
 
     async def _start_hermes(self) -> None:
         exe, reason = resolve_hermes(self.hermes_mode)
         if exe is None:
             raise HermesUnavailable(reason)
         self.hermes_bin = exe
-        self.model = ModelServer(self.model_script)
-        await self.model.start()
-        self._open.append(_Stops(self.model))
-        real = RealHermes(self.model.base_url, hermes_bin=exe, extra_env=self.hermes_env)
-        self.hermes = real  # type: ignore[assignment]  # World types it as the scripted one
-        self._open.append(_Stops(real, before=self._keep_hermes_output))
-        await real.start()
+        host = await host_for(exe, self.hermes_env)
+        self.model = host.model
+        self.model.script = self.model_script
+        self.hermes = host.hermes  # type: ignore[assignment]  # World types it as the scripted one
+        self._model_calls0 = len(self.model.calls)
+        self._offsets = self._output_sizes()
+        self._stats0 = await self._plugin_stats()
 
-    async def _keep_hermes_output(self) -> None:
-        real: RealHermes = self.hermes  # type: ignore[assignment]
-        await real.stop()
-        if real._tmp is None:  # never started
-            return
-        out = real.output()
-        for log in sorted(real.home.rglob("*.log")):
-            out += log.read_bytes()
-        self._hermes_output = out
+    def _logs(self) -> list[Path]:
+        return sorted(self.hermes.home.rglob("*.log"))  # type: ignore[attr-defined]
+
+    def _output_sizes(self) -> dict[str, int]:
+        sizes = {"output": len(self.hermes.output())}  # type: ignore[attr-defined]
+        sizes.update({str(log): log.stat().st_size for log in self._logs()})
+        return sizes
+
+    async def _plugin_stats(self) -> dict[str, Any]:
+        from .acceptance.sides import RealSide
+
+        return await RealSide(self.hermes, self.model).stats()
 
     def _collect_secrets(self) -> None:
         self.secrets.add("admin password", self.cp.admin_password)
         self.secrets.add("Hermes session token", self.hermes.session_token)
 
     def side(self) -> Any:
-        """The acceptance scenario's view of this Hermes (counts at every hop)."""
+        """The acceptance scenario's view of this Hermes (counts at every hop), counting only
+        what happened since this world started (the Hermes is shared by the process)."""
         from .acceptance.sides import RealSide
 
-        return RealSide(self.hermes, self.model)
+        stats0 = dict(self._stats0)
+
+        class Since(RealSide):  # type: ignore[misc]
+            async def stats(self) -> dict[str, Any]:
+                now = await super().stats()
+                return {k: v - stats0.get(k, 0) if isinstance(v, int) and not isinstance(v, bool)
+                        else v for k, v in now.items()}
+
+        return Since(self.hermes, self.model)
 
     def session_params(self) -> dict[str, Any]:
         """What ``session.create`` needs here: the sandbox ``cwd`` of this Hermes."""
@@ -142,7 +148,7 @@ class RealWorld(World):
 
         items = [{"type": "exchange", **dataclasses.asdict(ex)} for ex in self.cp.history]
         model = getattr(self, "model", None)
-        for call in (model.calls if model is not None else ()):
+        for call in (model.calls[self._model_calls0:] if model is not None else ()):
             items.append({"type": "model", "n": call.n, "rule": call.rule, "reply": call.reply,
                           "tool": call.tool, "stream": call.stream, "side": call.side})
         return items
@@ -153,17 +159,21 @@ class RealWorld(World):
         real: RealHermes = self.hermes  # type: ignore[assignment]
         sockets: dict[str, str | None] = {}
         log = real.home / "logs" / "gui.log"
-        text = log.read_text(errors="replace") if log.is_file() else ""
+        data = log.read_bytes() if log.is_file() else b""
+        text = data[self._offsets.get(str(log), 0):].decode(errors="replace")
         for m in WS_LOG_LINE.finditer(text):
             sockets[m["peer"]] = None if m["what"] == "accepted" else (m["reason"] or "closed")
         return sockets
 
     def hermes_output(self) -> bytes:
-        """Hermes' stdout, stderr and logs (kept at close; live while it runs)."""
-        if self._hermes_output:
-            return self._hermes_output
+        """What Hermes wrote to stdout, stderr and its logs since this world started."""
         real = getattr(self, "hermes", None)
-        return real.output() if isinstance(real, RealHermes) and real._tmp is not None else b""
+        if not isinstance(real, RealHermes) or not hasattr(self, "_offsets"):
+            return b""
+        out = real.output()[self._offsets["output"]:]
+        for log in self._logs():
+            out += log.read_bytes()[self._offsets.get(str(log), 0):]
+        return out
 
     def scan_for_secrets(self) -> list[Leak]:
         found = super().scan_for_secrets()
