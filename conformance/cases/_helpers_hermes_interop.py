@@ -20,7 +20,7 @@ from fixtures.real_hermes import Call, Rule, Say, Script
 PROFILE = "default"
 #: A real Hermes answers in seconds: no redelivery while a command is in flight.
 TIMINGS = Timings(poll_hold=2.0, redelivery=5.0, watchdog_tick=0.5, offline_after=10.0)
-TURN_TIMEOUT = 60.0
+TURN_TIMEOUT = 120.0  # a real Hermes builds an agent on its first turn: slow on a busy machine
 DANGER = "rm -rf /tmp/hrm-conformance-nonexistent-dir-xyz"
 TOOL_MARK = "tool-ran-42"
 SLOW_TEXT = "word " * 400
