@@ -38,6 +38,7 @@ FAMILIES: dict[str, str] = {
     "SEC": "secrets",
     "PROP": "property machines",
     "FLT": "fault matrix",
+    "HRM": "Hermes interop",
 }
 
 #: feature -> what advertising it means. ``core`` is always applicable.

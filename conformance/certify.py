@@ -102,6 +102,12 @@ def check(args: argparse.Namespace) -> None:
             raise InvocationError(f"--runner-file {path} is not a readable file")
     if not re.fullmatch(r"scripted|real(:.+)?", args.hermes):
         raise InvocationError(f"--hermes must be scripted or real[:PATH], not {args.hermes!r}")
+    if args.hermes != "scripted":
+        from .real_world import resolve_hermes
+
+        found, reason = resolve_hermes(args.hermes)
+        if found is None:
+            raise InvocationError(f"--hermes {args.hermes}: {reason}")
     if args.jobs < 1:
         raise InvocationError("-j must be at least 1")
 

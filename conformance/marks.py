@@ -36,3 +36,17 @@ def case_mark(item: pytest.Item) -> tuple[str, dict[str, Any]] | None:
     if mark is None or not mark.args:
         return None
     return str(mark.args[0]), dict(mark.kwargs)
+
+
+#: A case that needs only Hermes' real behaviour (no pause point, no effect log): it runs under
+#: ``--hermes real[:PATH]`` too; every other case is not-applicable there.
+ANY_HERMES = "conformance_any_hermes"
+
+
+def any_hermes(fn: F) -> F:
+    """Mark a case as runnable against any Hermes, scripted or real."""
+    return getattr(pytest.mark, ANY_HERMES)(fn)  # type: ignore[no-any-return]
+
+
+def runs_on_any_hermes(item: pytest.Item) -> bool:
+    return item.get_closest_marker(ANY_HERMES) is not None

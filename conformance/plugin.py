@@ -38,7 +38,7 @@ from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .catalogue import PROFILES, Case, Catalogue
 from .judge import STATE, CaseState, judge_phase, load_object, merge
-from .marks import MARK, case_mark
+from .marks import ANY_HERMES, MARK, case_mark, runs_on_any_hermes
 from .results import CaseResult, RunResults, combine, dump, redact
 from .verdict import CaseFailed
 
@@ -108,6 +108,16 @@ class Conformance:
         else:
             self.seed = int.from_bytes(os.urandom(4), "big")
         self.out = Path(opt.conformance_out) if opt.conformance_out else None
+        self.hermes: str = str(opt.hermes)
+        #: why a case cannot run on this Hermes (None: it can), see :meth:`hermes_skip`
+        self.real_hermes_missing: str | None = None
+        if self.hermes != "scripted":
+            if not (self.hermes == "real" or self.hermes.startswith("real:")):
+                raise pytest.UsageError(f"--hermes must be scripted or real[:PATH], not {self.hermes!r}")
+            from .real_world import resolve_hermes
+
+            found, reason = resolve_hermes(self.hermes)
+            self.real_hermes_missing = None if found is not None else reason
         self.records: list[CaseResult] = []
         self.started = datetime.now(UTC)
         self.is_controller = workerinput is None
@@ -116,13 +126,23 @@ class Conformance:
         return zlib.crc32(f"{self.seed}:{nodeid}".encode())
 
     def replay(self, case_id: str) -> str:
+        hermes = "" if self.hermes == "scripted" else f" --hermes {shlex.quote(self.hermes)}"
         return (f"python -m conformance certify --runner-cmd {shlex.quote(self.runner_cmd)} "
-                f"--profile {self.profile} --cases {case_id} --seed {self.seed}")
+                f"--profile {self.profile} --cases {case_id} --seed {self.seed}{hermes}")
 
     def selected(self, row: Case | None, case_id: str) -> bool:
         if self.patterns and not any(fnmatch.fnmatchcase(case_id, p) for p in self.patterns):
             return False
         return row is None or row.feature in PROFILES[self.profile]
+
+    def hermes_skip(self, item: pytest.Item) -> str | None:
+        """Under ``--hermes real[:PATH]`` only ``@any_hermes`` cases run, and only when that
+        Hermes is installed; the reason a case cannot run, else None."""
+        if self.hermes == "scripted":
+            return None
+        if not runs_on_any_hermes(item):
+            return "needs the scripted Hermes (pause points / effect log)"
+        return self.real_hermes_missing
 
     # -- hooks -------------------------------------------------------------------------------
     def pytest_report_header(self) -> str:
@@ -146,6 +166,9 @@ class Conformance:
             if not self.selected(row, case_id):
                 dropped.append(item)
                 continue
+            skip = self.hermes_skip(item)
+            if skip is not None:
+                item.add_marker(pytest.mark.skip(reason=f"not-applicable: {skip}"))
             item.stash[STATE] = CaseState(case_id, row, options, case_id in self.baseline,
                                           self.case_seed(item.nodeid))
             props = [("case_id", case_id)]
@@ -251,6 +274,7 @@ class Conformance:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(case_id, **world_options): a conformance case")
+    config.addinivalue_line("markers", f"{ANY_HERMES}: a case that also runs on a real Hermes")
     plugin = Conformance(config)
     config.pluginmanager.register(plugin, "conformance-session")
     if not config.pluginmanager.has_plugin("conformance.casefixtures"):

@@ -113,11 +113,7 @@ class World:
         self.cp = ControlPlane(**cp_kw)
         await self.cp.start()
         self._open.append(self.cp)
-        h_kw: dict[str, Any] = {"auth": self.hermes_auth, "profiles": self.profiles,
-                                **(seq if _accepts(ScriptedHermes, "sequence") else {})}
-        self.hermes = ScriptedHermes(self.hermes_script, **h_kw)
-        await self.hermes.start()
-        self._open.append(self.hermes)
+        await self._start_hermes()
         self._collect_secrets()
         self.admin = AdminClient.for_control_plane(self.cp)
         await self.admin.__aenter__()
@@ -140,6 +136,14 @@ class World:
                                           env=self.runner_env, files=self.runner_files)
             if self.start_runner_on_enter:
                 await self.start_runner()
+
+    async def _start_hermes(self) -> None:
+        """Start the Hermes side (the scripted Hermes; :mod:`conformance.real_world` overrides)."""
+        seq = {"sequence": self.sequence} if _accepts(ScriptedHermes, "sequence") else {}
+        h_kw: dict[str, Any] = {"auth": self.hermes_auth, "profiles": self.profiles, **seq}
+        self.hermes = ScriptedHermes(self.hermes_script, **h_kw)
+        await self.hermes.start()
+        self._open.append(self.hermes)
 
     def _collect_secrets(self) -> None:
         self.secrets.add("admin password", self.cp.admin_password)
@@ -243,9 +247,16 @@ def open_world(runner_cmd: str | None = None, *, hermes: str = "scripted", seed:
                **options: Any) -> World:
     """The ``world`` fixture's factory: ``async with open_world(cmd, **options) as world``.
 
-    ``hermes`` and ``seed`` are what the plugin's fixture passes: only the scripted Hermes is
-    built here, and the seed is not used yet (the scripted Hermes keeps its own seed 0)."""
-    if hermes != "scripted":
-        raise ValueError(f"open_world builds only the scripted Hermes, not {hermes!r}")
+    ``hermes`` and ``seed`` are what the plugin's fixture passes. ``hermes="scripted"`` builds
+    this module's :class:`World` (the seed is not used yet; a ``model_script`` option, meant
+    for a real Hermes, is dropped); ``"real"`` or ``"real:PATH"`` builds a
+    :class:`conformance.real_world.RealWorld` (a real Hermes Agent and a scripted model)."""
     del seed
+    if hermes.startswith("real"):
+        from .real_world import RealWorld  # imported only when asked for: it needs aiohttp only
+
+        return RealWorld(runner_cmd, hermes=hermes, **options)
+    if hermes != "scripted":
+        raise ValueError(f"hermes must be scripted or real[:PATH], not {hermes!r}")
+    options.pop("model_script", None)
     return World(runner_cmd, **options)

@@ -9,6 +9,7 @@ from . import (
     dedupe,
     faults,
     generations,
+    hermes_interop,
     isolation,
     limits,
     permission,
@@ -35,4 +36,5 @@ ALL_ROWS: tuple[Case, ...] = (
     *team_tools.ROWS,
     *properties.ROWS,
     *faults.ROWS,
+    *hermes_interop.ROWS,
 )

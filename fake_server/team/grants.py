@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fake_server.handles import ToolError
@@ -32,6 +33,7 @@ from .world import Actor, Origin, Report, TeamWorld
 if TYPE_CHECKING:
     from fake_server.commands import Outcome
     from fake_server.control import ControlPlane
+    from fake_server.history import Exchange
     from fake_server.hub import Channel, Lease
 
 
@@ -117,6 +119,10 @@ class TeamGrant:
             raise TeamError("team_grant_revoked")
 
 
+def _answered(seq: int, ex: Exchange) -> bool:
+    return ex.seq == seq and ex.answered
+
+
 class TeamDesk:
     """One team world, its lock and the grants onto it."""
 
@@ -125,6 +131,7 @@ class TeamDesk:
         self.lock = asyncio.Lock()
         self.grants: dict[str, TeamGrant] = {}
         self.deliveries: list[Delivery] = []
+        self._revoking: set[asyncio.Future[None]] = set()  # hub leases dropped after in-flight calls
 
     def grant(self, admin: str, tag: str, origin: Origin,
               profiles: frozenset[str] | set[str] = frozenset({"default"})) -> TeamGrant:
@@ -145,12 +152,37 @@ class TeamDesk:
         return lease
 
     def revoke(self, cp: ControlPlane | None, grant: TeamGrant) -> None:
-        """Stop the grant now: nothing of it executes after this returns."""
+        """Stop the grant now: nothing of it executes after this returns.
+
+        The hub lease goes once the grant's ``tool`` calls in flight now are answered: the hub
+        asserts the lease active after a call too (upstream's ``assertActive``), which would turn
+        a held call's 403 ``team_grant_revoked`` into a 410 and make the runner dispose the lease
+        before the next call shows the 410 of a dropped lease."""
         grant.revoked = True
         for hold in grant.holds.values():
             hold.release()
-        if cp is not None and grant.lease is not None:
-            cp.revoke_lease(grant.lease)
+        if cp is None or grant.lease is None:
+            return
+        lease = grant.lease
+        in_flight = [ex.seq for ex in cp.history.filter(route="tool")
+                     if ex.lease_id == lease.lease_id and not ex.answered]
+        if not in_flight:
+            cp.revoke_lease(lease)
+            return
+
+        async def drop_when_answered() -> None:
+            try:
+                for seq in in_flight:
+                    await cp.history.wait_for(partial(_answered, seq), timeout=30.0,
+                                              after_seq=seq - 1)
+            except TimeoutError:
+                pass  # never answered (the runner went away): drop the lease all the same
+            finally:
+                cp.revoke_lease(lease)
+
+        task = asyncio.ensure_future(drop_when_answered())
+        self._revoking.add(task)
+        task.add_done_callback(self._revoking.discard)
 
     def channel_of(self, session_id: str) -> Channel | None:
         for g in self.grants.values():

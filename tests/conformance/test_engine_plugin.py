@@ -214,21 +214,25 @@ def test_bad_inputs(n):
 
 
 def test_world_gets_the_runner_cmd_hermes_and_case_options(pytester: pytest.Pytester) -> None:
-    cases = '''
-from conformance.marks import case
+    hermes = pytester.path / "hermes"  # an executable is all --hermes real:PATH checks here
+    hermes.write_text("#!/bin/sh\nexit 0\n")
+    hermes.chmod(0o755)
+    cases = f'''
+from conformance.marks import any_hermes, case
 
+@any_hermes
 @case("GEN-001", script="two-prompts", kill_at="admit")
 async def test_options(world, runner_cmd, hermes_mode, case_seed):
-    assert world.options == {"script": "two-prompts", "kill_at": "admit"}
-    assert runner_cmd == "node runner.mjs --config {config}"
-    assert hermes_mode == "real:/opt/hermes"
+    assert world.options == {{"script": "two-prompts", "kill_at": "admit"}}
+    assert runner_cmd == "node runner.mjs --config {{config}}"
+    assert hermes_mode == "real:{hermes}"
     assert isinstance(case_seed, int)
 '''
     make_project(pytester, cases)
     r, doc = run(pytester, "--runner-cmd", "node runner.mjs --config {config}",
-                 "--hermes", "real:/opt/hermes")
+                 "--hermes", f"real:{hermes}")
     assert statuses(doc) == {"GEN-001": "pass"}, r.stdout.str()
-    assert doc["hermes"] == "real:/opt/hermes"
+    assert doc["hermes"] == f"real:{hermes}"
 
 
 def test_seed_is_printed_and_reproduces_case_seeds(pytester: pytest.Pytester) -> None:
