@@ -67,7 +67,7 @@ async def http(rig: Rig, *, name: str = "a.txt", command_id: str | None = None,
     handle = await w.cp.submit(w.runner_id, "http", http_payload(rig, name),
                                command_id=command_id or new_id())
     if wait:
-        await handle.wait(WAIT)
+        await settle_handle(rig, handle)
     return handle
 
 
@@ -77,7 +77,7 @@ async def replay(rig: Rig, wire: dict[str, Any], *, other: bool = False) -> Outc
     if other:
         payload = {**wire["payload"], "search": str(wire["payload"].get("search", "")) + "&x=1"}
     handle = await w.cp.replay(w.runner_id, wire, payload=payload)
-    return await handle.wait(WAIT)
+    return await settle_handle(rig, handle)
 
 
 async def channel(rig: Rig) -> Any:
@@ -219,13 +219,14 @@ def _instance(rig: Rig) -> str | None:
     return None
 
 
-async def settle_handle(rig: Rig, handle: Any, turns: int = 8) -> Any:
-    """Await a handle, moving the server clock past holds and redeliveries (bounded turns)."""
+async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
+    """Await a handle, moving the server clock past holds and redeliveries in small turns
+    (bounded, and within the command's 30 s deadline)."""
     w = rig.world
     for _ in range(turns):
         try:
-            return await handle.wait(1.0)
+            return await handle.wait(0.1)
         except TimeoutError:
             assert w.clock is not None
-            w.clock.advance(w.timings.poll_hold + w.timings.redelivery + 1)
+            w.clock.advance(w.timings.redelivery + 1)
     return await handle.wait(WAIT)

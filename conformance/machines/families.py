@@ -68,13 +68,17 @@ class Generations(WorldMachine):
         self.restarts += 1
         self.call(lambda: actions.restart_server(self.rig))
 
+    @precondition(lambda self: self.can_restart())
     @rule()
     def watchdog_expiry(self) -> None:
+        self.restarts += 1  # an epoch change costs the runner's 1 s reconnect pause
         w = self.rig.world
         self.call(lambda: actions.new_epoch(self.rig, lambda: w.cp.force_watchdog(w.runner_id)))
 
+    @precondition(lambda self: self.can_restart())
     @rule()
     def reset_poll(self) -> None:
+        self.restarts += 1
         w = self.rig.world
 
         async def fail_poll() -> None:
@@ -87,9 +91,18 @@ class Generations(WorldMachine):
 class Reconnection(WorldMachine):
     family: ClassVar[str] = "reconnection"
 
-    @rule(target=WorldMachine.commands, route=st.sampled_from(["poll", "admit", "result"]),
+    @rule(target=WorldMachine.commands, route=st.sampled_from(["admit", "result"]),
           fault=st.sampled_from(["drop", "5xx", "slow"]))
     def fault_next_answer(self, route: str, fault: str) -> dict[str, Any]:
+        return self._fault(route, fault)
+
+    @precondition(lambda self: self.can_restart())
+    @rule(target=WorldMachine.commands, fault=st.sampled_from(["drop", "5xx", "slow"]))
+    def fault_next_poll(self, fault: str) -> dict[str, Any]:
+        self.restarts += 1  # a poll error costs the runner's 1 s reconnect pause
+        return self._fault("poll", fault)
+
+    def _fault(self, route: str, fault: str) -> dict[str, Any]:
         rig = self.rig
 
         async def go() -> dict[str, Any]:
