@@ -98,24 +98,33 @@ async def _route(rig: Rig, cell: Cell) -> None:
     else:
         w.cp.faults.delay_next(route, seconds=w.timings.poll_hold + 1, target=target)
     handle = await actions.http(rig, command_id=cid, wait=False)
-    for _ in range(8):  # bounded: each turn moves the server clock past one delay/redelivery
-        try:
-            out = await handle.wait(2.0)
-            break
-        except TimeoutError:
-            assert w.clock is not None
-            w.clock.advance(w.timings.poll_hold + w.timings.redelivery + 1)
-    else:
-        raise CellFailed(cell, f"{cid} never completed after a {fault} {route} answer")
-    if not out.ok:
-        out = await actions.replay(rig, handle.wire)  # a lost command is a failure below
-        if not out.ok:
-            raise CellFailed(cell, f"{cid} lost after a {fault} {route} answer: {out}")
+    try:
+        out = await actions.settle_handle(rig, handle)
+    except TimeoutError:
+        raise CellFailed(cell, f"{cid} never answered after a {fault} {route} answer") from None
+    again = await actions.replay(rig, handle.wire)  # answered from the ledger or run once
+    if out.ok and not again.ok:
+        raise CellFailed(cell, f"{cid}: completed, then its receipt was lost: {again}")
     if route == "poll" and fault != "slow":
-        resets = [ex for ex in w.cp.history.entries
-                  if ex.seq > before and ex.route == "poll" and ex.reset]
-        if not resets:
-            raise CellFailed(cell, f"no reset poll after a {fault} poll answer")
+        # A 5xx is an error the runner sees: a reset poll must follow. A dropped connection may
+        # be retried by the runner's HTTP client before the runner sees it (aiohttp retries an
+        # idempotent GET on a reused connection): then a later answered poll is the reconnection.
+        def reconnected(ex: Any) -> bool:
+            return (ex.seq > before and ex.route == "poll"
+                    and (bool(ex.reset) or (fault == "drop" and ex.status == 200
+                                            and ex.seq > _dropped(w, before))))
+
+        try:  # the poll error may hit the poll after the command: await it, bounded
+            await w.cp.history.wait_for(reconnected, timeout=WAIT)
+        except TimeoutError:
+            raise CellFailed(cell, f"no reset poll after a {fault} poll answer") from None
+        await w.runner.wait_online(w.cp, w.runner_id, WAIT) if w.runner else None
+
+
+def _dropped(w: Any, before: int) -> int:
+    drops = [ex.seq for ex in w.cp.history.entries
+             if ex.seq > before and ex.route == "poll" and ex.fault == "drop"]
+    return drops[0] if drops else 1 << 62
 
 
 async def _deadline(rig: Rig, cell: Cell) -> None:

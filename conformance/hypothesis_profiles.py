@@ -21,7 +21,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 ENV = "CONFORMANCE_HYPOTHESIS_PROFILE"
 #: name → (max_examples, stateful_step_count)
-PROFILES: dict[str, tuple[int, int]] = {"ci": (4, 25), "thorough": (60, 40), "certify": (10, 30)}
+PROFILES: dict[str, tuple[int, int]] = {"ci": (3, 20), "thorough": (60, 40), "certify": (10, 30)}
 SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 

@@ -193,6 +193,9 @@ async def restart_server(rig: Rig) -> None:
     w = rig.world
     old = w.cp.epoch(w.runner_id)
     rig.note("server_restart")
+    w.cp.faults.clear()
+    assert w.clock is not None
+    w.clock.advance(HOLD + 1)  # a held request resumes into the stopping hub (503), never waits
     await w.cp.restart()
     w.hermes.release_all()
     rig.stats.server_restarts += 1
