@@ -174,7 +174,9 @@ async def start(rig: Rig, *, follow_clock: bool = False) -> None:
     assert w.runner is not None
     old = w.cp.epoch(w.runner_id)
     rig.note("start")
-    await w.runner.start(faketime_offset=w.clock_offset() if follow_clock else None)
+    offset = w.clock_offset() if follow_clock else None
+    rig.runner_offset = offset or 0.0
+    await w.runner.start(faketime_offset=offset)
     await w.runner.wait_online(w.cp, w.runner_id, WAIT, other_than=old)
     rig.stats.restarts += 1
 

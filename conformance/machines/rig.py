@@ -63,6 +63,7 @@ class Rig:
         self.harness: list[Fact] = []
         self.stats = Stats()
         self.last_violation: Violation | None = None
+        self.runner_offset = 0.0  # the faketime offset of the runner's current run
         self._names = itertools.count(1)
         self._t0 = 0.0
 
@@ -97,8 +98,19 @@ class Rig:
         self.since = self.seq()
         self.stats.examples += 1
 
+    def sync_clock(self) -> None:
+        """A manual clock does not move with the wall: bring it up to the runner's clock (wall
+        time + the faketime offset it was started with) so that a deadline the server issues
+        is not already past for the runner. Only forward, and by seconds (below the watchdog)."""
+        clock = self.world.clock
+        if clock is not None:
+            lag = time.time() + self.runner_offset - clock.now()
+            if lag > 0:
+                clock.advance(lag)
+
     async def _begin(self) -> None:
         w = self.world
+        self.sync_clock()
         w.cp.faults.clear()
         w.hermes.release_all()
         runner = w.runner
