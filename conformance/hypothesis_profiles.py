@@ -21,7 +21,8 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 ENV = "CONFORMANCE_HYPOTHESIS_PROFILE"
 #: name → (max_examples, stateful_step_count)
-PROFILES: dict[str, tuple[int, int]] = {"ci": (3, 20), "thorough": (60, 40), "certify": (10, 30)}
+PROFILES: dict[str, tuple[int, int]] = {"ci": (3, 20), "thorough": (60, 40), "certify": (10, 30),
+                                        "smoke": (2, 4)}  # smoke: the harness' own unit tests
 SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 

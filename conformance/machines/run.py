@@ -40,6 +40,7 @@ def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
             failure = exc
     stats = {"family": cls.family, "profile": current(), "seed": seed, **rig.stats.as_dict()}
     if failure is not None:
-        raise MachineFailed(f"{cls.family}: {failure}\nseed: {seed}\nreplay: {replay}",
-                            rig.last_violation, stats) from failure
+        steps = "\n".join(str(n) for n in getattr(failure, "__notes__", []))
+        raise MachineFailed(f"{cls.family}: {failure}\nsteps (Hypothesis, shrunk):\n{steps}\n"
+                            f"seed: {seed}\nreplay: {replay}", rig.last_violation, stats) from failure
     return stats
