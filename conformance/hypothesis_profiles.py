@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -30,7 +31,7 @@ def register(out: Path | None = None) -> None:
     """Register the three profiles (with the example database under ``out`` when given)."""
     db = DirectoryBasedExampleDatabase(str(out / "hypothesis")) if out is not None else None
     for name, (examples, steps) in PROFILES.items():
-        kw = {"database": db} if db is not None else {}
+        kw: dict[str, Any] = {"database": db} if db is not None else {}
         settings.register_profile(
             f"conformance-{name}", max_examples=examples, stateful_step_count=steps,
             deadline=None, suppress_health_check=SUPPRESS, print_blob=True,

@@ -28,7 +28,7 @@ class WorldMachine(RuleBasedStateMachine):
     rig: ClassVar[Rig]
     family: ClassVar[str] = ""
     replay_cmd: ClassVar[str] = ""
-    seed: ClassVar[object] = None
+    seed: ClassVar[int | None] = None
     max_restarts: ClassVar[int] = 1
 
     commands = Bundle("commands")
@@ -56,11 +56,8 @@ class WorldMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         rig = self.rig
-        try:
-            rig.settle()
-            found = rig.violations()
-        finally:
-            pass
+        rig.settle()
+        found = rig.violations()
         if found:
             rig.last_violation = found[0]
             raise AssertionError(render(found[0], seed=self.seed, replay=self.replay_cmd))
@@ -74,7 +71,8 @@ class Dedupe(WorldMachine):
     @rule(target=WorldMachine.commands, mode=st.sampled_from(["batch", "next_poll"]))
     def deliver_twice(self, mode: str) -> dict[str, Any]:
         self.rig.world.cp.faults.duplicate_deliveries(1, mode=mode)
-        return self.enqueue_http("a.txt")
+        handle = self.call(lambda: actions.http(self.rig))
+        return dict(handle.wire)
 
 
 class Crashes(WorldMachine):

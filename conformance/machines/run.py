@@ -31,11 +31,11 @@ def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
     options = dict(getattr(cls, "world_options", {}) or {})
     rig = Rig(runner_cmd, **options)
     bound = type(cls.__name__, (cls,), {"rig": rig, "seed": seed, "replay_cmd": replay})
-    bound.TestCase.settings = machine_settings(seed)
     failure: BaseException | None = None
     with rig:
         try:
-            hyp_seed(seed)(lambda: run_state_machine_as_test(bound, settings=machine_settings(seed)))()
+            # @seed on the machine class is how Hypothesis seeds a state-machine run
+            run_state_machine_as_test(hyp_seed(seed)(bound), settings=machine_settings(seed))
         except BaseException as exc:  # noqa: BLE001 - re-raised below with the stats
             failure = exc
     stats = {"family": cls.family, "profile": current(), "seed": seed, **rig.stats.as_dict()}
