@@ -156,7 +156,12 @@ class Rig:
         def read() -> tuple[list[Any], list[Any], list[Any]]:
             w = self.world
             hist = [ex for ex in w.cp.history.entries if ex.seq > self.since]
-            life = [e for e in w.cp.lifecycle.entries if e.seq > self.since]
+            every = w.cp.lifecycle.entries
+            # the epoch current when the example began, so a later poll answer in that same
+            # epoch is not taken for an epoch change
+            first = [e for e in every if e.seq <= self.since and e.kind == "epoch_changed"
+                     and e.runner_id == w.runner_id][-1:]
+            life = first + [e for e in every if e.seq > self.since]
             effs = [e for e in w.hermes.effects.entries if e.seq > self.since]
             return hist, life, effs
 
