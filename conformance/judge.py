@@ -50,12 +50,22 @@ class CaseState:
     duration: float = 0.0
     world: Any = None
     transcript: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
 
     def secrets(self) -> set[str]:
         return {str(s) for s in (getattr(self.world, "secrets", None) or ())}
 
 
 STATE = pytest.StashKey[CaseState]()
+
+
+def attach(node: pytest.Item, **data: Any) -> None:
+    """Attach figures to the case result of ``node`` (``results.json`` ``data``, JUnit
+    properties); a no-op for an ordinary test."""
+    state = node.stash.get(STATE, None)
+    if state is not None:
+        state.data.update(data)
+    node.user_properties.extend((f"data.{k}", str(v)) for k, v in data.items())
 
 
 def judge_phase(state: CaseState, rep: pytest.TestReport, call: pytest.CallInfo[None]) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from . import casefixtures
+from . import casefixtures, hypothesis_profiles
 from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .catalogue import PROFILES, Case, Catalogue
@@ -220,7 +220,8 @@ class Conformance:
             witness=[redact(w, secrets) for w in state.witness],
             transcript=[redact(t, secrets) for t in state.transcript],
             detail=redact(state.detail, secrets), seed=state.seed,
-            duration=round(state.duration, 6), replay=self.replay(state.case_id))
+            duration=round(state.duration, 6), replay=self.replay(state.case_id),
+            data=state.data)
         rep.conformance = r.__dict__.copy()  # type: ignore[attr-defined]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -275,6 +276,7 @@ class Conformance:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(case_id, **world_options): a conformance case")
     config.addinivalue_line("markers", f"{ANY_HERMES}: a case that also runs on a real Hermes")
+    hypothesis_profiles.register(Path(config.option.conformance_out) if config.option.conformance_out else None)
     plugin = Conformance(config)
     config.pluginmanager.register(plugin, "conformance-session")
     if not config.pluginmanager.has_plugin("conformance.casefixtures"):

@@ -62,6 +62,7 @@ class CaseResult:
     seed: int = 0
     duration: float = 0.0
     replay: str = ""
+    data: dict[str, Any] = field(default_factory=dict)  # figures a case attached (judge.attach)
 
 
 @dataclass

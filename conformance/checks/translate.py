@@ -304,6 +304,12 @@ def _check_shared(groups: dict[str, list[Any]]) -> None:
                                         "the logs are not on one shared sequence")
 
 
+def _causal_seq(ex: Any) -> int:
+    seq = _get(ex, "seq")
+    out = _get(ex, "seq_out")
+    return out if _get(ex, "route") == "poll" and isinstance(out, int) else seq
+
+
 def translate(history: Iterable[Any] = (), lifecycle: Iterable[Any] = (),
               effects: Iterable[Any] = (), harness: Iterable[Fact] = ()) -> list[Fact]:
     """All logs as one fact list, ordered by seq (see the module rules for the join)."""
@@ -312,7 +318,9 @@ def translate(history: Iterable[Any] = (), lifecycle: Iterable[Any] = (),
     cmds: dict[str, _Cmd] = {}
     last_fp: dict[str, str] = {}
     facts: list[Fact] = []
-    for ex in sorted(hist, key=lambda x: _get(x, "seq")):
+    # a poll's deliveries exist when it is answered (a long poll is received long before): a
+    # result's fingerprint is the one of the newest delivery answered before it
+    for ex in sorted(hist, key=_causal_seq):
         facts += _exchange_facts(ex, cmds, last_fp)
     for entry in life:
         facts += _lifecycle_fact(entry)

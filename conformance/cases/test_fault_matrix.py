@@ -1,0 +1,61 @@
+"""FLT-001…005: the fault matrix, every cell enumerated, one shared world per row."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.faults_matrix import CellFailed, cells, run_cell
+from conformance.judge import attach
+from conformance.machines.rig import Rig
+from conformance.marks import case
+from conformance.rows.faults import ROW_OF
+from conformance.verdict import CaseFailed
+
+
+def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
+    plugin = request.config.pluginmanager.getplugin("conformance-session")
+    replay = plugin.replay(case_id) if plugin is not None else ""
+    row = ROW_OF[case_id]
+    done: list[str] = []
+    failed: list[tuple[str, str]] = []
+    with Rig(runner_cmd) as rig:
+        for cell in cells(row):
+            try:
+                run_cell(rig, cell, replay=replay)
+                done.append(cell.id)
+            except CellFailed as exc:
+                failed.append((cell.id, str(exc)))
+            except Exception as exc:  # noqa: BLE001 - a cell that cannot finish is a failure
+                failed.append((cell.id, f"{type(exc).__name__}: {exc}"))
+    attach(request.node, cells=len(done) + len(failed), passed=len(done),
+           restarts=rig.stats.restarts, server_restarts=rig.stats.server_restarts,
+           seconds=round(rig.stats.seconds, 3))
+    if failed:
+        raise CaseFailed(f"every {row} cell holds ({len(done) + len(failed)} cells)",
+                         f"{len(failed)} cell(s) failed: {', '.join(c for c, _ in failed)}",
+                         [f"{c}: {m}" for c, m in failed] + [f"replay: {replay}"])
+
+
+@case("FLT-001")
+def test_kill_at_each_step(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    _run(request, "FLT-001", runner_cmd)
+
+
+@case("FLT-002")
+def test_server_restart_at_each_step(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    _run(request, "FLT-002", runner_cmd)
+
+
+@case("FLT-003")
+def test_route_faults(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    _run(request, "FLT-003", runner_cmd)
+
+
+@case("FLT-004")
+def test_deadlines_at_each_step(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    _run(request, "FLT-004", runner_cmd)
+
+
+@case("FLT-005")
+def test_one_hour_retirement(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    _run(request, "FLT-005", runner_cmd)

@@ -1,0 +1,178 @@
+"""The fault matrix, enumerated (not sampled): every cell is one scripted story on a shared rig.
+
+Rows of the matrix (``CELLS``):
+- ``kill``: kill -9 at each point of ``actions.KILL_POINTS`` × kinds (http, a gateway prompt,
+  lease.create); restart; replay the command → 0 double executions, 0 lost receipts (a
+  completed command is answered from the ledger, an unfinished one ``runner_command_uncertain``).
+- ``server``: a server restart at each of those points → 0 stale results accepted; the
+  replayed command is never executed twice.
+- ``route``: a dropped, a 5xx and a slow answer on each machine route a command crosses
+  (poll, admit, result) → the runner reconnects (a reset poll after a poll error), the command
+  completes once, nothing lost.
+- ``deadline``: the command's deadline expires (server clock) while it stands at each point →
+  504 on the caller, never executed after it.
+- ``retire``: a completed receipt aged one hour (server clock + ``faketime`` for the runner) is
+  answered ``runner_command_uncertain`` and never run again.
+Every cell is judged by the history checker over the facts of that cell alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from .checks import Violation
+from .checks.render import render
+from .machines import actions
+from .machines.actions import KINDS, POINTS, UNREACHABLE
+from .machines.rig import WAIT, Rig
+
+ROUTES = ("poll", "admit", "result")
+ROUTE_FAULTS = ("drop", "5xx", "slow")
+UNCERTAIN = "runner_command_uncertain"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    row: str  # kill | server | route | deadline | retire
+    kind: str
+    point: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.row}-{self.kind}-{self.point}"
+
+
+CELLS: tuple[Cell, ...] = (
+    *(Cell("kill", k, p) for k in KINDS for p in POINTS if (k, p) not in UNREACHABLE),
+    *(Cell("server", k, p) for k in KINDS for p in POINTS if (k, p) not in UNREACHABLE),
+    *(Cell("route", "http", f"{r}:{f}") for r in ROUTES for f in ROUTE_FAULTS),
+    *(Cell("deadline", "http", p) for p in ("queued", "after_started", "before_result_post")),
+    Cell("retire", "http", "one_hour"),
+)
+
+
+def cells(row: str) -> list[Cell]:
+    return [c for c in CELLS if c.row == row]
+
+
+class CellFailed(AssertionError):
+    def __init__(self, cell: Cell, message: str, violation: Violation | None = None) -> None:
+        super().__init__(message)
+        self.cell, self.violation = cell, violation
+
+
+async def _kill(rig: Rig, cell: Cell) -> None:
+    cid = actions.new_id()
+    handle = await actions.reach(rig, cell.kind, cell.point, cid)
+    await actions.kill(rig, cell.point, cid)
+    rig.world.cp.faults.clear()
+    rig.world.hermes.release_all()
+    await actions.start(rig)
+    out = await actions.replay(rig, handle.wire)
+    if cell.point in ("after_delivery",) or out.ok or out.code in (UNCERTAIN, "runner_command_not_admitted"):
+        return
+    raise CellFailed(cell, f"replay after kill at {cell.point}: {out}")
+
+
+async def _server(rig: Rig, cell: Cell) -> None:
+    cid = actions.new_id()
+    handle = await actions.reach(rig, cell.kind, cell.point, cid)
+    await actions.restart_server(rig)
+    rig.world.cp.faults.clear()
+    if cell.kind != "http":  # channels die with the epoch: the replay is refused or uncertain
+        return
+    await actions.replay(rig, handle.wire)
+
+
+async def _route(rig: Rig, cell: Cell) -> None:
+    w = rig.world
+    route, fault = cell.point.split(":")
+    cid = actions.new_id()
+    target = None if route == "poll" else cid
+    before = w.cp.history.last_seq
+    if fault == "drop":
+        w.cp.faults.drop_next(route, target=target)
+    elif fault == "5xx":
+        w.cp.faults.fail_next(route, status=503, target=target)
+    else:
+        w.cp.faults.delay_next(route, seconds=w.timings.poll_hold + 1, target=target)
+    handle = await actions.http(rig, command_id=cid, wait=False)
+    try:
+        out = await actions.settle_handle(rig, handle)
+    except TimeoutError:
+        raise CellFailed(cell, f"{cid} never answered after a {fault} {route} answer") from None
+    again = await actions.replay(rig, handle.wire)  # answered from the ledger or run once
+    if out.ok and not again.ok:
+        raise CellFailed(cell, f"{cid}: completed, then its receipt was lost: {again}")
+    if route == "poll" and fault != "slow":
+        # A 5xx is an error the runner sees: a reset poll must follow. A dropped connection may
+        # be retried by the runner's HTTP client before the runner sees it (aiohttp retries an
+        # idempotent GET on a reused connection): then a later answered poll is the reconnection.
+        def reconnected(ex: Any) -> bool:
+            return (ex.seq > before and ex.route == "poll"
+                    and (bool(ex.reset) or (fault == "drop" and ex.status == 200
+                                            and ex.seq > _dropped(w, before))))
+
+        try:  # the poll error may hit the poll after the command: await it, bounded
+            await w.cp.history.wait_for(reconnected, timeout=WAIT)
+        except TimeoutError:
+            raise CellFailed(cell, f"no reset poll after a {fault} poll answer") from None
+        await w.runner.wait_online(w.cp, w.runner_id, WAIT) if w.runner else None
+
+
+def _dropped(w: Any, before: int) -> int:
+    drops = [ex.seq for ex in w.cp.history.entries
+             if ex.seq > before and ex.route == "poll" and ex.fault == "drop"]
+    return drops[0] if drops else 1 << 62
+
+
+async def _deadline(rig: Rig, cell: Cell) -> None:
+    w = rig.world
+    assert w.clock is not None
+    cid = actions.new_id()
+    if cell.point == "queued":
+        w.cp.faults.delay_next("poll", seconds=actions.HOLD)
+        handle = await actions.http(rig, command_id=cid, wait=False)
+    else:
+        handle = await actions.reach(rig, "http", cell.point, cid)
+    w.clock.advance(w.timings.command_deadline + 1)
+    out = await handle.wait(WAIT)
+    if out.ok:
+        raise CellFailed(cell, f"{cid} was accepted after its deadline: {out}")
+    w.cp.faults.clear()
+
+
+async def _retire(rig: Rig, cell: Cell) -> None:
+    w = rig.world
+    assert w.clock is not None and w.runner is not None
+    handle = await actions.http(rig)
+    await w.runner.stop()
+    # the server clock one hour (and a margin) past the runner's clock when it stored the receipt
+    w.clock.advance(time.time() + rig.runner_offset + 3605 - w.clock.now())
+    rig.note("retire")
+    await actions.start(rig, follow_clock=True)
+    out = await actions.replay(rig, handle.wire)
+    if out.code != UNCERTAIN:
+        raise CellFailed(cell, f"a one-hour-old receipt answered {out}, not {UNCERTAIN}")
+
+
+RUNNERS = {"kill": _kill, "server": _server, "route": _route, "deadline": _deadline,
+           "retire": _retire}
+
+
+def run_cell(rig: Rig, cell: Cell, *, replay: str = "") -> dict[str, Any]:
+    """Run one cell on ``rig`` and judge its facts; raises :class:`CellFailed` with the
+    rendered witness on a violation."""
+    before = rig.stats.restarts
+    rig.begin()
+    rig.call(RUNNERS[cell.row], rig, cell, timeout=60)
+    rig.settle()
+    found = rig.violations()
+    rig.stats.steps += 1
+    if found:
+        v = found[0]
+        raise CellFailed(cell, render(v, seed=0, replay=replay,
+                                      steps=f"run_cell(rig, Cell{dataclasses.astuple(cell)})"), v)
+    return {"cell": cell.id, "restarts": rig.stats.restarts - before}

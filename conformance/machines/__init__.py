@@ -1,0 +1,1 @@
+"""Hypothesis state machines per family over a real world (see ``docs/properties.md``)."""

@@ -1,0 +1,237 @@
+"""Things that happen in the world, as async actions on a :class:`~.rig.Rig`'s world.
+
+Rules:
+- One action, one world event; the machines' rules and the fault matrix call the same actions,
+  so a matrix cell is exactly a machine step pinned to one point.
+- Stopping exactly at a step uses the control plane's targeted faults (``delay_next`` on the
+  manual clock holds a request; nothing ever sleeps) and the scripted Hermes' pause points;
+  ``KILL_POINTS`` below is the table of how each point is reached, per command kind.
+- A command is submitted with an id the harness chose, so faults can target it before delivery.
+- An outcome is awaited with a bound; a command whose runner died mid-call ends 503 on the
+  replacement and its execution is unknown (the checker treats it as indeterminate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fake_server import Outcome
+
+from .rig import WAIT, Rig
+
+HOLD = 3600.0  # a held request is released by faults.clear() or by the restart, never by time
+#: command kinds of the matrix (a gateway prompt is gateway.rpc prompt.submit on an open channel)
+KINDS = ("http", "prompt", "lease.create")
+#: kill point → (how it is reached, what the harness waits for). ``hold:ROUTE`` delays the
+#: command's next ROUTE request; ``pause:SPEC`` holds Hermes; ``see:X`` waits for record X.
+KILL_POINTS: dict[str, str] = {
+    "after_delivery": "see:delivered",          # the poll answer carrying it was sent
+    "after_started": "hold:admit",              # the admit request arrived (the started row)
+    "after_admit": "see:admit_answered",        # the admit answer was sent
+    "during_hermes": "pause:before prompt.accept",  # prompt only: Hermes holds the call
+    "after_hermes_replied": "see:effect",       # Hermes recorded the effect / replied
+    "before_result_post": "hold:result",        # the result request arrived and is held
+    "after_result_post": "see:result_answered",  # the result was accepted
+}
+POINTS = tuple(KILL_POINTS)
+#: (kind, point) cells the harness cannot stop at exactly: Hermes has no pause point on HTTP
+#: or on the bridge's bind route, so "during the Hermes call" is only reachable for a prompt.
+UNREACHABLE = frozenset({("http", "during_hermes"), ("lease.create", "during_hermes"),
+                         ("lease.create", "after_hermes_replied")})  # create has no Hermes effect
+
+
+def new_id() -> str:
+    return f"cmd-{uuid.uuid4().hex[:12]}"
+
+
+def http_payload(rig: Rig, name: str = "a.txt") -> dict[str, Any]:
+    w = rig.world
+    path = w.artifact_root / name
+    if not path.exists():
+        path.write_text(f"artifact {name}\n")
+    return {"path": "/api/files/download", "method": "GET",
+            "search": f"?profile=default&path={path}"}
+
+
+async def bounded(aw: Awaitable[Any], timeout: float = WAIT) -> Any:
+    return await asyncio.wait_for(aw, timeout)
+
+
+async def http(rig: Rig, *, name: str = "a.txt", command_id: str | None = None,
+               wait: bool = True) -> Any:
+    w = rig.world
+    handle = await w.cp.submit(w.runner_id, "http", http_payload(rig, name),
+                               command_id=command_id or new_id())
+    if wait:
+        await settle_handle(rig, handle)
+    return handle
+
+
+async def replay(rig: Rig, wire: dict[str, Any], *, other: bool = False) -> Outcome:
+    w = rig.world
+    payload = None
+    if other:
+        payload = {**wire["payload"], "search": str(wire["payload"].get("search", "")) + "&x=1"}
+    handle = await w.cp.replay(w.runner_id, wire, payload=payload)
+    return await settle_handle(rig, handle)
+
+
+async def channel(rig: Rig) -> Any:
+    w = rig.world
+    return await bounded(w.cp.open_channel(w.runner_id))
+
+
+async def session(rig: Rig, ch: Any) -> str | None:
+    return (await session_ids(rig, ch))[0]
+
+
+async def session_ids(rig: Rig, ch: Any) -> tuple[str | None, str | None]:
+    """(live session id, stored session id) of a new session on ``ch``."""
+    out = await bounded(rig.world.cp.rpc(ch, "session.create", {"cols": 80}))
+    if not out.ok or not isinstance(out.result, dict):
+        return None, None
+    return out.result.get("session_id"), out.result.get("stored_session_id")
+
+
+def prompt_payload(ch: Any, sid: str | None, text: str = "hi") -> dict[str, Any]:
+    return {"connectionId": ch.connection_id, "method": "prompt.submit",
+            "params": {"session_id": sid, "text": text}}
+
+
+def lease_payload(rig: Rig, ch: Any, ids: tuple[str | None, str | None]
+                  ) -> tuple[Any, dict[str, Any]]:
+    sess = {"runtimeId": ids[0], "storedId": ids[1]}
+    lease = rig.world.cp.hub.register_lease(ch, "default", sess, [], {})
+    return lease, {"leaseId": lease.lease_id, "profile": "default", "workId": lease.lease_id,
+                   "session": sess, "catalog": [], "workspaceMemory": False}
+
+
+async def submit_kind(rig: Rig, kind: str, cid: str) -> Any:
+    """Submit one command of ``kind`` with id ``cid`` (its channel/session made first)."""
+    w = rig.world
+    if kind == "http":
+        return await http(rig, command_id=cid, wait=False)
+    ch = await channel(rig)
+    ids = await session_ids(rig, ch)
+    if kind == "prompt":
+        return await w.cp.submit(w.runner_id, "gateway.rpc", prompt_payload(ch, ids[0]),
+                                 channel=ch, command_id=cid)
+    lease, payload = lease_payload(rig, ch, ids)
+    return await w.cp.submit(w.runner_id, "lease.create", payload, channel=ch, lease=lease,
+                             profile="default", command_id=cid)
+
+
+def _effect_for(kind: str) -> str:
+    return {"http": "file.read", "prompt": "prompt.accepted", "lease.create": "bind"}[kind]
+
+
+async def reach(rig: Rig, kind: str, point: str, cid: str) -> Any:
+    """Submit a ``kind`` command and return once it stands exactly at ``point``."""
+    w = rig.world
+    how = KILL_POINTS[point]
+    pause = None
+    if how.startswith("hold:"):
+        w.cp.faults.delay_next(how[5:], seconds=HOLD, target=cid)
+    elif how.startswith("pause:"):
+        pause = w.hermes.pause_at(how[6:])
+    mark = w.sequence()
+    handle = await submit_kind(rig, kind, cid)
+    if how == "see:delivered":
+        await w.cp.lifecycle.wait_for(lambda f: f.kind == "delivered" and f.command_id == cid,
+                                      timeout=WAIT)
+    elif how.startswith("hold:"):
+        route = how[5:]
+        await w.cp.history.wait_for(lambda ex: ex.route == route and ex.command_id == cid,
+                                    timeout=WAIT)
+    elif how == "see:admit_answered":
+        await w.cp.history.wait_for(lambda ex: ex.route == "admit" and ex.command_id == cid
+                                    and ex.status is not None, timeout=WAIT)
+    elif pause is not None:
+        await pause.reached(timeout=WAIT)
+        rig.note("held", command_id=cid)
+    elif how == "see:effect":
+        await w.hermes.effects.wait_for_count(_effect_for(kind), 1, timeout=WAIT,
+                                              where=lambda e: e.seq > mark)
+    elif how == "see:result_answered":
+        await handle.wait(WAIT)
+    return handle
+
+
+async def kill(rig: Rig, point: str, cid: str | None) -> None:
+    """SIGKILL the runner now and record it (instance, point, command)."""
+    inst = _instance(rig)
+    assert rig.world.runner is not None
+    await rig.world.runner.kill()
+    rig.note("kill", instance=inst, command_id=cid, reason=point)
+
+
+async def start(rig: Rig, *, follow_clock: bool = False) -> None:
+    w = rig.world
+    assert w.runner is not None
+    old = w.cp.epoch(w.runner_id)
+    rig.note("start")
+    offset = w.clock_offset() if follow_clock else None
+    rig.runner_offset = offset or 0.0
+    await w.runner.start(faketime_offset=offset)
+    await w.runner.wait_online(w.cp, w.runner_id, WAIT, other_than=old)
+    rig.stats.restarts += 1
+
+
+async def restart_runner(rig: Rig, *, crash: bool = True) -> None:
+    w = rig.world
+    assert w.runner is not None
+    if crash:
+        await kill(rig, "restart", None)
+    else:
+        await w.runner.stop()
+    await start(rig)
+
+
+async def restart_server(rig: Rig) -> None:
+    w = rig.world
+    old = w.cp.epoch(w.runner_id)
+    rig.note("server_restart")
+    w.cp.faults.clear()
+    assert w.clock is not None
+    w.clock.advance(HOLD + 1)  # a held request resumes into the stopping hub (503), never waits
+    await w.cp.restart()
+    w.hermes.release_all()
+    rig.stats.server_restarts += 1
+    assert w.runner is not None
+    await w.runner.wait_online(w.cp, w.runner_id, WAIT, other_than=old)
+    with contextlib.suppress(Exception):
+        await w.admin.login()
+
+
+async def new_epoch(rig: Rig, how: Callable[[], Awaitable[Any]]) -> None:
+    """Cause a server-side disconnect (watchdog, reset) and wait for the runner's new epoch."""
+    w = rig.world
+    old = w.cp.epoch(w.runner_id)
+    await how()
+    assert w.runner is not None
+    await w.runner.wait_online(w.cp, w.runner_id, WAIT, other_than=old)
+
+
+def _instance(rig: Rig) -> str | None:
+    w = rig.world
+    for ex in reversed(w.cp.history.entries):
+        if ex.runner_id == w.runner_id and ex.instance:
+            return str(ex.instance)
+    return None
+
+
+async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
+    """Await a handle, moving the server clock past holds and redeliveries in small turns
+    (bounded, and within the command's 30 s deadline)."""
+    w = rig.world
+    for _ in range(turns):
+        try:
+            return await handle.wait(0.1)
+        except TimeoutError:
+            assert w.clock is not None
+            w.clock.advance(w.timings.redelivery + 1)
+    return await handle.wait(WAIT)

@@ -1,0 +1,100 @@
+"""``WorldMachine``: the base of every family machine, and the rule mixins they share.
+
+Rules:
+- A machine class gets its :class:`~.rig.Rig` from :func:`~.run.run_machine` (class attribute
+  ``rig``); each example begins on it (:meth:`Rig.begin`) and is judged at teardown: the history
+  checker over that example's facts; a violation fails the example with its minimal witness
+  (sequence numbers), the seed and the replay command — Hypothesis then shrinks and prints the
+  steps as runnable code.
+- Invariants run at teardown, not after each step: a check reads the whole example's logs, and
+  once per example keeps the machines above 20 steps/s.
+- Restarts are budgeted (``max_restarts`` per example) because one costs a runner start-up.
+- Bundles carry ids: ``commands`` holds delivered command wires, ``channels`` open channels.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, precondition, rule
+
+from ..checks.render import render
+from . import actions
+from .rig import Rig
+
+
+class WorldMachine(RuleBasedStateMachine):
+    rig: ClassVar[Rig]
+    family: ClassVar[str] = ""
+    replay_cmd: ClassVar[str] = ""
+    seed: ClassVar[int | None] = None
+    max_restarts: ClassVar[int] = 1
+
+    commands = Bundle("commands")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.restarts = 0
+        self.rig.begin()
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        self.rig.stats.steps += 1
+        return self.rig.call(fn, *args)
+
+    def can_restart(self) -> bool:
+        return self.restarts < self.max_restarts
+
+    @rule(target=commands, name=st.sampled_from(["a.txt", "b.txt"]))
+    def enqueue_http(self, name: str) -> dict[str, Any]:
+        handle = self.call(lambda: actions.http(self.rig, name=name))
+        return dict(handle.wire)
+
+    @rule(wire=commands)
+    def replay_same(self, wire: dict[str, Any]) -> None:
+        self.call(lambda: actions.replay(self.rig, wire))
+
+    def teardown(self) -> None:
+        rig = self.rig
+        rig.settle()
+        found = rig.violations()
+        if found:
+            rig.last_violation = found[0]
+            raise AssertionError(render(found[0], seed=self.seed, replay=self.replay_cmd))
+
+
+class Dedupe(WorldMachine):
+    @rule(wire=WorldMachine.commands)
+    def replay_other_payload(self, wire: dict[str, Any]) -> None:
+        self.call(lambda: actions.replay(self.rig, wire, other=True))
+
+    @rule(target=WorldMachine.commands, mode=st.sampled_from(["batch", "next_poll"]))
+    def deliver_twice(self, mode: str) -> dict[str, Any]:
+        self.rig.world.cp.faults.duplicate_deliveries(1, mode=mode)
+        handle = self.call(lambda: actions.http(self.rig))
+        return dict(handle.wire)
+
+
+class Crashes(WorldMachine):
+    @precondition(lambda self: self.can_restart())
+    @rule(target=WorldMachine.commands,
+          point=st.sampled_from([p for p in actions.POINTS if p != "during_hermes"]))
+    def kill_at(self, point: str) -> dict[str, Any]:
+        self.restarts += 1
+        rig = self.rig
+
+        async def story() -> dict[str, Any]:
+            cid = actions.new_id()
+            handle = await actions.reach(rig, "http", point, cid)
+            await actions.kill(rig, point, cid)
+            rig.world.cp.faults.clear()
+            await actions.start(rig)
+            return dict(handle.wire)
+
+        return self.call(story)
+
+    @precondition(lambda self: self.can_restart())
+    @rule()
+    def restart_runner(self) -> None:
+        self.restarts += 1
+        self.call(lambda: actions.restart_runner(self.rig, crash=True))

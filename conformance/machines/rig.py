@@ -1,0 +1,188 @@
+"""``Rig``: one World shared by every example of a machine run, driven through a ``Portal``.
+
+Rules:
+- One control plane, one scripted Hermes and one runner process per machine run (opened by
+  :meth:`Rig.open`, closed by :meth:`Rig.close`); an example does not restart anything it did
+  not ask for. An example that left the runner disabled or exited gets a freshly registered
+  runner (:meth:`Rig.begin`), never a fresh control plane.
+- Every example is judged on the facts recorded since it began (``since``): the control plane's
+  history and lifecycle log, the scripted Hermes' effect log and the harness steps below, all on
+  the world's one shared sequence, translated and checked by :mod:`conformance.checks`.
+- Harness steps are facts: ``kill`` (runner instance, the named point, the command), ``start``,
+  ``server_restart``, ``held`` (a request stopped at a Hermes pause point), ``retire``.
+  A kill mid-call makes the call's outcome unknown: it is never recorded as a result.
+- Counters (examples, steps, restarts) are kept per rig for the case result and the bench.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from ..checks import Fact, Violation, check
+from ..checks.facts import fact
+from ..checks.translate import translate
+from ..portal import Portal
+from ..world import World, open_world
+
+T = TypeVar("T")
+CALL_TIMEOUT = 30.0
+WAIT = 10.0
+
+
+@dataclasses.dataclass
+class Stats:
+    examples: int = 0
+    steps: int = 0
+    restarts: int = 0
+    server_restarts: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["seconds"] = round(self.seconds, 3)
+        s = self.seconds or 1e-9
+        d["examples_per_s"] = round(self.examples / s, 2)
+        d["steps_per_s"] = round(self.steps / s, 2)
+        d["restarts_per_s"] = round(self.restarts / s, 3)
+        return d
+
+
+class Rig:
+    """See the module docstring."""
+
+    def __init__(self, runner_cmd: str, **world_options: Any) -> None:
+        self.runner_cmd = runner_cmd
+        self.world_options = {"manual_clock": True, "hermes_script": "slow", **world_options}
+        self.portal = Portal("conformance-machine")
+        self.world: World
+        self.since = 0
+        self.harness: list[Fact] = []
+        self.stats = Stats()
+        self.last_violation: Violation | None = None
+        self.runner_offset = 0.0  # the faketime offset of the runner's current run
+        self._names = itertools.count(1)
+        self._t0 = 0.0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def open(self) -> Rig:
+        self.portal.start()
+        self.world = self.portal.enter(open_world(self.runner_cmd, **self.world_options))
+        self._t0 = time.perf_counter()
+        return self
+
+    def close(self) -> None:
+        self.stats.seconds = time.perf_counter() - self._t0
+        self.portal.close()
+
+    def __enter__(self) -> Rig:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def call(self, fn: Callable[..., Awaitable[T]], *args: Any, timeout: float = CALL_TIMEOUT) -> T:
+        return self.portal.call(fn, *args, timeout=timeout)
+
+    def seq(self) -> int:
+        return self.world.sequence()
+
+    # -- examples ------------------------------------------------------------------------------
+    def begin(self) -> None:
+        """Start an example: a live runner, clean faults and pauses, a fresh ``since``."""
+        self.call(self._begin)
+        self.harness = []
+        self.since = self.seq()
+        self.stats.examples += 1
+
+    def sync_clock(self) -> None:
+        """A manual clock does not move with the wall: bring it up to the runner's clock (wall
+        time + the faketime offset it was started with) so that a deadline the server issues
+        is not already past for the runner. Only forward, and by seconds (below the watchdog)."""
+        clock = self.world.clock
+        if clock is not None:
+            lag = time.time() + self.runner_offset - clock.now()
+            if lag > 0:
+                clock.advance(lag)
+
+    async def _begin(self) -> None:
+        w = self.world
+        self.sync_clock()
+        w.cp.faults.clear()
+        w.hermes.release_all()
+        runner = w.runner
+        assert runner is not None
+        record = await w.cp.store.get_runner(w.runner_id)
+        if record is None or not record.enabled or not runner.running:
+            if record is None or not record.enabled:
+                await self._fresh_runner()
+            else:
+                await w.start_runner()
+        elif not w.cp.is_online(w.runner_id):
+            await runner.wait_online(w.cp, w.runner_id, WAIT)
+
+    async def _fresh_runner(self) -> None:
+        """Register another runner on the same control plane (the old one was disabled)."""
+        from ..adapter import RunnerUnderTest
+
+        w = self.world
+        if w.runner is not None:
+            await w.runner.close()
+        await w.admin.login()  # admin sessions do not survive a server restart
+        w.registered = await w.admin.register(f"{w.runner_name}-{next(self._names)}",
+                                              profiles=w.profiles)
+        w.secrets.add("runner token", w.registered.token)
+        w.config = w.admin.download_config(w.registered, hermes_url=w.hermes.url,
+                                           artifact_roots=[str(w.artifact_root)])
+        w.runner = RunnerUnderTest(self.runner_cmd, w.config, secrets=w.secrets,
+                                   env=w.runner_env, files=w.runner_files)
+        await w.start_runner()
+        self.stats.restarts += 1
+
+    def settle(self) -> None:
+        """Release pauses and faults and let what is in flight land (bounded)."""
+        self.call(self._settle)
+
+    async def _settle(self) -> None:
+        w = self.world
+        w.cp.faults.clear()
+        w.hermes.release_all()
+
+    def facts(self) -> list[Fact]:
+        def read() -> tuple[list[Any], list[Any], list[Any]]:
+            w = self.world
+            hist = [ex for ex in w.cp.history.entries if ex.seq > self.since]
+            every = w.cp.lifecycle.entries
+            # the epoch current when the example began, so a later poll answer in that same
+            # epoch is not taken for an epoch change
+            first = [e for e in every if e.seq <= self.since and e.kind == "epoch_changed"
+                     and e.runner_id == w.runner_id][-1:]
+            life = first + [e for e in every if e.seq > self.since]
+            effs = [e for e in w.hermes.effects.entries if e.seq > self.since]
+            return hist, life, effs
+
+        hist, life, effs = self.portal.call_sync(read)
+        return translate(hist, life, effs, list(self.harness))
+
+    def violations(self) -> list[Violation]:
+        return check(self.facts()).violations
+
+    # -- harness facts -------------------------------------------------------------------------
+    def note(self, kind: str, **kw: Any) -> Fact:
+        f = fact(self.seq(), kind, **kw)
+        self.harness.append(f)
+        return f
+
+    def instance(self) -> str | None:
+        """The runner instance that sent the newest request of the current runner."""
+        def read() -> str | None:
+            w = self.world
+            for ex in reversed(w.cp.history.entries):
+                if ex.runner_id == w.runner_id and ex.instance:
+                    return str(ex.instance)
+            return None
+
+        return self.portal.call_sync(read)

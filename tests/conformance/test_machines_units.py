@@ -1,0 +1,66 @@
+"""Units of the property machines and the fault matrix: tables, profiles, rows (no sockets)."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+from hypothesis.stateful import RuleBasedStateMachine
+
+from conformance import hypothesis_profiles
+from conformance.catalogue import CATALOGUE
+from conformance.checks.invariants import STARTED_POINTS, UNSTORED_POINTS
+from conformance.faults_matrix import CELLS, ROUTE_FAULTS, ROUTES, cells
+from conformance.machines import actions
+from conformance.machines.families import MACHINES
+from conformance.rows import faults, properties
+
+
+def test_seven_families_one_machine_each_and_a_catalogued_must_case() -> None:
+    assert len(MACHINES) == 7
+    assert sorted(properties.MACHINE_OF.values()) == sorted(MACHINES)
+    for cid in properties.MACHINE_OF:
+        assert CATALOGUE[cid].level == "MUST"
+    for cls in MACHINES.values():
+        assert issubclass(cls, RuleBasedStateMachine) and cls.family
+        rules = [n for n in dir(cls) if hasattr(getattr(cls, n), "hypothesis_stateful_rule")]
+        assert len(rules) >= 2, cls
+
+
+def test_matrix_is_enumerated_every_point_times_every_kind() -> None:
+    kill = {(c.kind, c.point) for c in cells("kill")}
+    expected = {(k, p) for k in actions.KINDS for p in actions.POINTS} - actions.UNREACHABLE
+    assert kill == expected and len(kill) == 7 * 3 - len(actions.UNREACHABLE)
+    assert {c.point for c in cells("route")} == {f"{r}:{f}" for r in ROUTES for f in ROUTE_FAULTS}
+    assert len({c.id for c in CELLS}) == len(CELLS)
+    assert set(faults.ROW_OF.values()) == {c.row for c in CELLS}
+    for cid in faults.ROW_OF:
+        assert CATALOGUE[cid].level == "MUST"
+
+
+def test_kill_points_the_checker_knows() -> None:
+    """Every point past the started row is one the checker treats as 'started written'."""
+    past_started = set(actions.POINTS) - {"after_delivery"}
+    assert past_started <= STARTED_POINTS
+    assert UNSTORED_POINTS - {"admit_held"} <= set(actions.POINTS)
+    for point, how in actions.KILL_POINTS.items():
+        assert how.split(":")[0] in {"see", "hold", "pause"}, point
+
+
+def test_profiles_registered_and_ci_is_the_default(tmp_path, monkeypatch) -> None:
+    hypothesis_profiles.register(tmp_path)
+    for name in hypothesis_profiles.PROFILES:
+        s = settings.get_profile(f"conformance-{name}")
+        assert s.deadline is None and s.print_blob
+    assert str(tmp_path / "hypothesis") in repr(settings.get_profile("conformance-ci").database)
+    monkeypatch.delenv(hypothesis_profiles.ENV, raising=False)
+    assert hypothesis_profiles.current() == "ci"
+    monkeypatch.setenv(hypothesis_profiles.ENV, "thorough")
+    assert hypothesis_profiles.machine_settings(1).max_examples == \
+        hypothesis_profiles.PROFILES["thorough"][0]
+    monkeypatch.setenv(hypothesis_profiles.ENV, "nonsense")
+    assert hypothesis_profiles.current() == "ci"
+
+
+def test_plugin_registers_the_profiles() -> None:
+    # the plugin is loaded in this session (pytest11 / conftest): the profiles exist
+    assert settings.get_profile("conformance-ci").stateful_step_count == \
+        hypothesis_profiles.PROFILES["ci"][1]

@@ -1,0 +1,62 @@
+"""Machines and matrix cells over real sockets against the reference runner; and the failure
+path: a violation fails the run with its minimal witness, the seed, the replay and the steps."""
+
+from __future__ import annotations
+
+import sys
+from typing import ClassVar
+
+import pytest
+from hypothesis.stateful import rule
+
+from conformance import hypothesis_profiles
+from conformance.faults_matrix import CELLS, run_cell
+from conformance.machines import actions
+from conformance.machines.base import WorldMachine
+from conformance.machines.families import DedupeMachine
+from conformance.machines.rig import Rig
+from conformance.machines.run import MachineFailed, run_machine
+
+REF = f"{sys.executable} -m runner_ref --config {{config}}"
+
+
+def test_a_machine_run_passes_and_counts_steps() -> None:
+    stats = run_machine(DedupeMachine, REF, seed=7, replay="REPLAY")
+    assert stats["examples"] >= 1 and stats["steps"] >= stats["examples"]
+    assert stats["seed"] == 7 and stats["profile"] == "ci"
+
+
+class Ghost(WorldMachine):
+    """Records a kill of a ghost instance at ``after_started`` for a command, then runs it: to
+    the checker, a started command executed again after a restart (INV-7)."""
+
+    family: ClassVar[str] = "test"
+
+    @rule()
+    def run_after_ghost_kill(self) -> None:
+        cid = actions.new_id()
+        self.rig.note("kill", instance="ghost", command_id=cid, reason="after_started")
+        self.call(lambda: actions.http(self.rig, command_id=cid))
+
+
+def test_a_violation_fails_with_witness_seed_replay_and_steps(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(hypothesis_profiles.ENV, "smoke")
+    with pytest.raises(MachineFailed) as info:
+        run_machine(Ghost, REF, seed=11, replay="pytest --conformance-seed 11")
+    v = info.value.violation
+    assert v is not None and v.invariant_id == "INV-7"
+    assert v.witness[0].kind == "kill" and v.witness[-1].kind in ("effect", "result")
+    assert v.seqs == sorted(v.seqs) and len(v.seqs) == 2
+    text = str(info.value)
+    assert "INV-7 violated" in text and "seed: 11" in text and "pytest --conformance-seed 11" in text
+    assert "state.run_after_ghost_kill()" in capsys.readouterr().out + text
+
+
+def test_matrix_cells_on_one_rig() -> None:
+    picked = [c for c in CELLS if c.id in {"kill-http-after_started", "route-http-result:drop",
+                                          "deadline-http-queued"}]
+    with Rig(REF) as rig:
+        for cell in picked:
+            assert run_cell(rig, cell)["cell"] == cell.id
+    assert rig.stats.restarts == 1
