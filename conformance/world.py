@@ -235,6 +235,8 @@ class World:
         return found
 
 
-def open_world(runner_cmd: str | None = None, **options: Any) -> World:
-    """The ``world`` fixture's factory: ``async with open_world(cmd, **options) as world``."""
+def open_world(runner_cmd: str | None = None, *, hermes: str = "scripted", seed: int | None = None,
+               **options: Any) -> World:
+    """The ``world`` fixture's factory: ``async with open_world(cmd, **options) as world``
+    (``hermes``/``seed`` come from the fixture; only the scripted Hermes is built here)."""
     return World(runner_cmd, **options)
