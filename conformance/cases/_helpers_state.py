@@ -225,3 +225,21 @@ def prompt_effects(world: Any, session_id: str | None = None) -> list[Any]:
             if e.kind in ("prompt.accepted", "prompt.queued")
             and (session_id is None or e.session_id == session_id)
             and not (e.kind == "prompt.accepted" and e.detail.get("queued") is True)]
+
+
+def new_id() -> str:
+    """A command id chosen before submitting, so a targeted fault can be armed first."""
+    import uuid
+    return str(uuid.uuid4())
+
+
+async def redeliver(world: Any, handle: Any, *, payload: dict[str, Any] | None = None) -> Any:
+    """The outcome of the command's next delivery to the new process: the control plane's own
+    redelivery when the command is still queued, else (it ended ``runner_offline`` with the
+    reset poll's disconnect) ``cp.replay`` of the same wire."""
+    if payload is None and not handle.done():
+        out = await handle.wait(WAIT)
+        if out.code != "runner_offline":
+            return out
+    again = await world.cp.replay(world.runner_id, handle.wire, payload=payload)
+    return await again.wait(WAIT)
