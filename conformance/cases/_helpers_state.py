@@ -243,3 +243,37 @@ async def redeliver(world: Any, handle: Any, *, payload: dict[str, Any] | None =
             return out
     again = await world.cp.replay(world.runner_id, handle.wire, payload=payload)
     return await again.wait(WAIT)
+
+
+async def until(cond: Callable[[], Any], what: str, timeout: float = WAIT, step: float = 0.05) -> Any:
+    """Poll ``cond`` (sync or async) with a bound; its first truthy value, else TimeoutError."""
+    import asyncio
+    import inspect
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        value = cond()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        if loop.time() > end:
+            raise TimeoutError(f"{what}: not within {timeout}s")
+        await asyncio.sleep(step)
+
+
+def socket_of(world: Any, after_seq: int = 0) -> str | None:
+    """The Hermes socket id of the latest ``ws.connected`` after ``after_seq``."""
+    found = world.hermes.effects.of("ws.connected", after_seq=after_seq)
+    return found[-1].socket_id if found else None
+
+
+async def socket_closed(world: Any, socket_id: str | None, timeout: float = WAIT) -> Any:
+    return await world.runner.guard(
+        world.hermes.effects.wait_for("ws.closed", timeout=timeout + 1, socket_id=socket_id),
+        f"Hermes socket {socket_id} closed", timeout)
+
+
+def mark(world: Any) -> int:
+    """A seq on the shared sequence: everything recorded later has a greater one."""
+    return int(world.sequence())
