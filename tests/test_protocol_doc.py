@@ -55,7 +55,8 @@ def sentences(text: str) -> list[str]:
         if block.startswith("|"):
             out.append(plain)
         else:
-            out.extend(re.split(r"(?<=[.!?:])\s+(?=[A-Z(*⚑\[])", plain))
+            # not inside a tag: "[cases: GEN-008]" is no sentence end
+            out.extend(re.split(r"(?<=[.!?:])(?<!\[cases:)\s+(?=[A-Z(*⚑\[])", plain))
     return out
 
 
