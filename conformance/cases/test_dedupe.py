@@ -35,8 +35,7 @@ async def _run(world: Any, kind: str, payload: dict[str, Any], **kw: Any) -> tup
 
 @case("DED-001")
 async def test_double_delivery_in_one_batch_runs_once(world: Any) -> None:
-    """fails when: a redelivered id in flight runs again (rerun-inflight-redelivery), or the
-    claim upserts its row (claim-upserts)."""
+    """fails when: a redelivered id in flight runs again (rerun-inflight-redelivery)."""
     world.cp.faults.duplicate_deliveries(1, mode="batch")
     payload = download(world)
     handle, out = await _run(world, "http", payload)

@@ -112,7 +112,7 @@ async def test_server_restart_reset_poll_and_new_commands(world: Any) -> None:
 @case("GEN-004", manual_clock=True)
 async def test_watchdog_expiry_reconnects_with_new_epoch(world: Any) -> None:
     """fails when: the runner exits on the 409 that follows a watchdog expiry
-    (exits-on-poll-error), or keeps the old epoch header (stale-epoch-header)."""
+    (exits-on-poll-error)."""
     old = world.cp.epoch(world.runner_id)
     world.cp.clock.advance(world.cp.timings.offline_after + world.cp.timings.watchdog_tick + 1)
     new = await world.runner.guard(world.cp.wait_epoch_change(world.runner_id, old, timeout=WAIT + 1),
@@ -251,6 +251,11 @@ async def test_rpc_for_old_epoch_channel_is_refused(world: Any) -> None:
     ch, sid = await open_session(world)
     sock = socket_of(world)
     await _new_epoch(world)
+    try:
+        await socket_closed(world, sock)
+    except TimeoutError:
+        expect(False, expected="the old epoch's channel is gone (its Hermes socket closed)",
+               actual="still open", witness=witness(world, ch.connection_id, routes=("poll",)))
     at = mark(world)
     again = await world.cp.open_channel(world.runner_id, profile="default",
                                         connection_id=ch.connection_id, check=False)
@@ -262,4 +267,3 @@ async def test_rpc_for_old_epoch_channel_is_refused(world: Any) -> None:
                "prompt.accepted", after_seq=at),
            expected="no effect on the old session", actual=f"{len(prompt_effects(world, sid))} prompts",
            witness=witness(world, ch.connection_id))
-    await socket_closed(world, sock)
