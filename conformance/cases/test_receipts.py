@@ -1,0 +1,169 @@
+"""Incomplete-receipt cases (INC): a command the runner may have started is never run again
+after a crash; a stored reply survives it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.marks import case
+from conformance.verdict import expect
+
+from ._helpers_state import (
+    NOT_ADMITTED,
+    UNCERTAIN,
+    WAIT,
+    Harness,
+    download,
+    kill_on_effect,
+    new_id,
+    open_session,
+    prompt_effects,
+    reads,
+    redeliver,
+    reply_of,
+    results_of,
+    verdict,
+    wait_route,
+    witness,
+)
+
+
+async def _crash_and_start(world: Any, h: Harness, point: str, cid: str, *,
+                           follow_clock: bool = False) -> None:
+    """Kill -9 now (unless already dead), record the kill and the start, start again."""
+    h.kill(point, command_id=cid)
+    await world.runner.kill()
+    h.start()
+    await world.start_runner(follow_clock=follow_clock)
+    h.started()
+
+
+
+
+@case("INC-001")
+async def test_kill_inside_hermes_http_is_uncertain(world: Any) -> None:
+    """fails when: a started row runs again after the restart (rerun-started-rows), the ledger is
+    in memory (ledger-in-memory), or the claim upserts (claim-upserts)."""
+    h = Harness(world)
+    payload = download(world)
+    fired = kill_on_effect(world, "file.read")
+    handle = await world.cp.submit(world.runner_id, "http", payload)
+    await world.runner.wait(WAIT)
+    expect(fired, expected="the runner was killed while Hermes served the request", actual="no")
+    await _crash_and_start(world, h, "during_hermes", handle.id)
+    out = await redeliver(world, handle)
+    expect(out.code == UNCERTAIN, expected=f"the redelivery after the restart: {UNCERTAIN}",
+           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+    expect(reads(world, payload) == 1, expected="never executed again (one file.read, the killed one)",
+           actual=f"{reads(world, payload)} file.read effects", witness=witness(world, handle.id))
+    verdict(world, h)
+
+
+@case("INC-002", manual_clock=True)
+async def test_kill_while_admit_held_is_uncertain(world: Any) -> None:
+    """fails when: a started row runs again after the restart (rerun-started-rows), or the row is
+    written only after admit."""
+    h = Harness(world)
+    payload = download(world)
+    cid = new_id()
+    world.cp.faults.delay_next("admit", seconds=3600, target=cid)
+    handle = await world.cp.submit(world.runner_id, "http", payload, command_id=cid)
+    await wait_route(world, "admit", lambda ex: ex.command_id == handle.id)
+    await _crash_and_start(world, h, "admit_held", handle.id)
+    out = await redeliver(world, handle)
+    expect(out.code == UNCERTAIN, expected=f"the redelivery after the restart: {UNCERTAIN}",
+           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+    expect(reads(world, payload) == 0, expected="no effect", actual=f"{reads(world, payload)} reads",
+           witness=witness(world, handle.id))
+    verdict(world, h)
+
+
+@case("INC-003")
+async def test_kill_during_prompt_submit_is_uncertain(world: Any) -> None:
+    """fails when: a started row runs again after the restart (rerun-started-rows)."""
+    h = Harness(world)
+    ch, sid = await open_session(world)
+    pause = world.hermes.pause_at("before prompt.accept", session_id=sid)
+    handle = await world.cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "hello"})
+    await pause.reached(timeout=WAIT)
+    h.add("held", command_id=handle.id, session_id=sid)
+    await _crash_and_start(world, h, "during_hermes", handle.id)
+    pause.release()
+    out = await redeliver(world, handle)
+    expect(out.code == UNCERTAIN, expected=f"the redelivery after the restart: {UNCERTAIN}",
+           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+    n = len(prompt_effects(world, sid))
+    expect(n <= 1, expected="one prompt effect at most", actual=f"{n} prompt effects",
+           witness=witness(world, handle.id))
+    verdict(world, h)
+
+
+@case("INC-004", manual_clock=True)
+async def test_kill_while_result_held_keeps_the_reply(world: Any) -> None:
+    """fails when: receipts are written behind the result post (write-behind-receipts), or the
+    ledger is in memory (ledger-in-memory)."""
+    h = Harness(world)
+    payload = download(world)
+    cid = new_id()
+    world.cp.faults.delay_next("result", seconds=3600, target=cid)
+    handle = await world.cp.submit(world.runner_id, "http", payload, command_id=cid)
+    held = await wait_route(world, "result", lambda ex: ex.command_id == handle.id
+                            and ex.request_body is not None)
+    await _crash_and_start(world, h, "result_held", handle.id)
+    out = await redeliver(world, handle)
+    expect(out.ok and {"result": out.result} == reply_of(held),
+           expected="the redelivery after the restart gets the reply posted before the kill",
+           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+    expect(reads(world, payload) == 1, expected="no new effect", actual=f"{reads(world, payload)} reads",
+           witness=witness(world, handle.id))
+    verdict(world, h)
+
+
+@case("INC-005", manual_clock=True)
+async def test_row_older_than_an_hour_is_retired(world: Any) -> None:
+    """fails when: retirement deletes rows (retire-deletes-rows: the id looks new and runs again),
+    or the runner keeps and replays hour-old receipts forever (no retirement)."""
+    h = Harness(world)
+    payload = download(world)
+    handle = await world.cp.submit(world.runner_id, "http", payload)
+    out1 = await handle.wait(WAIT)
+    expect(out1.ok, expected="the download succeeds", actual=f"{out1.status} {out1.code}")
+    world.cp.clock.advance(3600 + 60)
+    h.add("retire")
+    h.kill("stop")
+    await world.runner.stop()
+    h.start()
+    await world.start_runner(follow_clock=True)
+    h.started()
+    out = await redeliver(world, handle)
+    expect(out.code == UNCERTAIN, expected=f"the retired id: {UNCERTAIN}",
+           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+    expect(reads(world, payload) == 1, expected="never run again", actual=f"{reads(world, payload)} reads",
+           witness=witness(world, handle.id))
+    verdict(world, h)
+
+
+@case("INC-006", manual_clock=True)
+async def test_refusal_is_stored_before_it_is_posted(world: Any) -> None:
+    """fails when: refusals are not stored (refusals-not-stored), or receipts are written behind
+    the result post (write-behind-receipts)."""
+    h = Harness(world)
+    payload = download(world)
+    world.cp.faults.fail_next("admit", status=503, code="service_unavailable")
+    cid = new_id()
+    world.cp.faults.delay_next("result", seconds=3600, target=cid)
+    handle = await world.cp.submit(world.runner_id, "http", payload, command_id=cid)
+    held = await wait_route(world, "result", lambda ex: ex.command_id == handle.id
+                            and ex.request_body is not None)
+    expect((reply_of(held).get("error") or {}).get("code") == NOT_ADMITTED,
+           expected=f"the refusal after a failed admit: {NOT_ADMITTED}", actual=str(reply_of(held)),
+           witness=witness(world, handle.id))
+    await _crash_and_start(world, h, "result_held", handle.id)
+    out = await redeliver(world, handle)
+    posted = results_of(world, handle.id)
+    expect(out.code == NOT_ADMITTED and reply_of(posted[-1]) == reply_of(held),
+           expected="the redelivery after the restart gets the same refusal",
+           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+    expect(reads(world, payload) == 0, expected="no effect", actual=f"{reads(world, payload)} reads",
+           witness=witness(world, handle.id))
+    verdict(world, h)

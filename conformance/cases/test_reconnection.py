@@ -1,0 +1,253 @@
+"""Reconnection cases (REC): every failure of the machine API ends in a reset poll, never in an
+exit or a lost receipt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.marks import case
+from conformance.verdict import expect
+
+from ._helpers_state import (
+    NOT_ADMITTED,
+    WAIT,
+    download,
+    mark,
+    new_id,
+    reads,
+    redeliver,
+    reply_of,
+    results_of,
+    until,
+    verdict,
+    wait_route,
+    witness,
+)
+
+STATUS = {"method": "GET", "path": "/api/status", "search": ""}
+
+
+async def _end_hold(world: Any) -> None:
+    """Answer the poll the control plane holds now (its hold ends on the manual clock)."""
+    await world.cp.poll_held(world.runner_id)
+    world.cp.clock.advance(world.cp.timings.poll_hold + 0.1)
+
+
+async def _reset_poll_after(world: Any, seq: int, what: str) -> Any:
+    """The first poll answered 200 after ``seq``; it must carry x-runner-reset: 1."""
+    ok = await wait_route(world, "poll", lambda ex: ex.status == 200, after_seq=seq, answered=True)
+    expect(ok.reset, expected=f"after {what} the next accepted poll carries x-runner-reset: 1",
+           actual="reset header missing", witness=witness(world, routes=("poll",)))
+    expect(world.runner.running, expected="the runner keeps running", actual=f"exited {world.runner.returncode}")
+    return ok
+
+
+async def _works(world: Any) -> None:
+    out = await world.cp.command(world.runner_id, "http", STATUS)
+    expect(out.ok, expected="a command after the reconnect works", actual=f"{out.status} {out.code}",
+           witness=witness(world, routes=("poll", "admit", "result")))
+
+
+@case("REC-001", manual_clock=True)
+async def test_5xx_poll_then_reset_poll(world: Any) -> None:
+    """fails when: reset is sent only on the first poll (reset-only-first-poll), or a poll error
+    is fatal (exits-on-poll-error)."""
+    at = mark(world)
+    world.cp.faults.fail_next("poll", status=503, code="service_unavailable")
+    await _end_hold(world)
+    failed = await wait_route(world, "poll", lambda ex: ex.status == 503, after_seq=at, answered=True)
+    await _reset_poll_after(world, failed.seq, "a 503 poll")
+    await _works(world)
+
+
+@case("REC-002", manual_clock=True)
+async def test_dropped_poll_then_reset_poll(world: Any) -> None:
+    """fails when: reset is sent only on the first poll (reset-only-first-poll), or a dropped
+    connection is fatal (exits-on-poll-error). Two drops in a row: an HTTP client may retry an
+    idempotent GET once on a dropped keep-alive connection (accepted)."""
+    at = mark(world)
+    world.cp.faults.drop_next("poll", n=2)
+    await _end_hold(world)
+    dropped = await wait_route(world, "poll", lambda ex: ex.fault == "drop", after_seq=at)
+    await _reset_poll_after(world, dropped.seq, "a dropped poll")
+    await _works(world)
+
+
+@case("REC-003", manual_clock=True)
+async def test_slow_poll_answer_keeps_the_runner(world: Any) -> None:
+    """fails when: the runner gives up on a slow poll answer (a short client timeout treated as
+    fatal: exits-on-poll-error)."""
+    await world.cp.poll_held(world.runner_id)
+    world.cp.faults.delay_next("poll", seconds=10.0)
+    at = mark(world)
+    await _end_hold(world)
+    await wait_route(world, "poll", after_seq=at)  # the delayed one
+    due = world.cp.clock.now() + 9.0
+    await until(lambda: any(t >= due for t in world.cp.clock.pending()), "the delayed poll sleeps")
+    world.cp.clock.advance(10.0)  # the delayed poll goes through and is held
+    expect(world.runner.running, expected="the runner keeps running", actual=f"exited {world.runner.returncode}")
+    await _works(world)
+
+
+async def _failed_result_then_redelivery(world: Any, arm: str) -> None:
+    payload, cid = download(world, f"{arm}.txt"), new_id()
+    if arm == "fail":
+        world.cp.faults.fail_next("result", status=503, code="service_unavailable", target=cid)
+    else:
+        world.cp.faults.drop_next("result", target=cid)
+    handle = await world.cp.submit(world.runner_id, "http", payload, command_id=cid)
+    first = await wait_route(world, "result", lambda ex: ex.command_id == cid and ex.fault is not None
+                             and (ex.status is not None or ex.fault == "drop"))
+    world.cp.clock.advance(world.cp.timings.redelivery + 0.1)
+    out = await redeliver(world, handle)
+    expect(out.ok and {"result": out.result} == reply_of(first),
+           expected=f"after a {arm}ed result post the redelivery gets the same result",
+           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, cid))
+    expect(reads(world, payload) == 1, expected="no new effect", actual=f"{reads(world, payload)} reads",
+           witness=witness(world, cid))
+
+
+@case("REC-004", manual_clock=True)
+async def test_failed_result_post_loses_no_receipt(world: Any) -> None:
+    """fails when: a failed result post deletes the receipt (result-lost-on-5xx), or the claim
+    upserts (claim-upserts)."""
+    await _failed_result_then_redelivery(world, "fail")
+    await _failed_result_then_redelivery(world, "drop")
+    verdict(world)
+
+
+@case("REC-005", manual_clock=True)
+async def test_failed_admit_is_not_executed(world: Any) -> None:
+    """fails when: the runner executes without a granted admit (skip-admit), or treats a failed
+    admit as granted."""
+    for arm in ("fail", "drop"):
+        payload, cid = download(world, f"{arm}.txt"), new_id()
+        if arm == "fail":
+            world.cp.faults.fail_next("admit", status=503, code="service_unavailable", target=cid)
+        else:
+            world.cp.faults.drop_next("admit", target=cid)
+        handle = await world.cp.submit(world.runner_id, "http", payload, command_id=cid)
+        out = await redeliver(world, handle)
+        expect(not out.ok, expected=f"a {arm}ed admit: an error result ({NOT_ADMITTED} expected)",
+               actual=f"{out.status} {out.code}", witness=witness(world, cid))
+        expect(reads(world, payload) == 0, expected=f"a {arm}ed admit: not executed",
+               actual=f"{reads(world, payload)} file.read effects", witness=witness(world, cid))
+    verdict(world, invariants=("INV-1", "INV-2"))
+
+
+async def _state_lost_while_held(world: Any, route: str, *, new_state_first: bool) -> Any:
+    """Hold the next ``route`` request before the gates, drop the runner's online state on the control plane (a watchdog
+    expiry: its held poll gets 409), then let the held request through the gates: with no online
+    state it gets 409 ``runner_instance_changed``; after the runner's reset poll made a new state,
+    409 ``runner_epoch_changed``. Returns the refused exchange."""
+    held = await wait_route(world, route)  # the only one: the delay is untargeted (before the gates)
+    old = world.cp.epoch(world.runner_id)
+    await world.cp.force_watchdog(world.runner_id)
+    if new_state_first:
+        await world.runner.guard(world.cp.wait_epoch_change(world.runner_id, old, timeout=WAIT + 1),
+                                 "a reset poll", WAIT)
+    world.cp.clock.advance(3600)
+    return await wait_route(world, route, lambda ex: ex.seq == held.seq, answered=True)
+
+
+@case("REC-006", manual_clock=True)
+async def test_instance_changed_on_a_route_resets(world: Any) -> None:
+    """fails when: a 409 is fatal (exits-on-poll-error), or the runner does not send a reset
+    poll after losing its state (reset-only-first-poll). The 409 is real: the control plane
+    dropped the runner's state while its admit was held."""
+    payload, cid = download(world), new_id()
+    world.cp.faults.delay_next("admit", seconds=3600)
+    handle = await world.cp.submit(world.runner_id, "http", payload, command_id=cid)
+    refused = await _state_lost_while_held(world, "admit", new_state_first=False)
+    expect(refused.code == "runner_instance_changed",
+           expected="the held admit answered 409 runner_instance_changed",
+           actual=f"{refused.status} {refused.code}", witness=witness(world, cid))
+    await _reset_poll_after(world, refused.seq - 1, "409 runner_instance_changed")
+    out = await redeliver(world, handle)
+    expect(not out.ok and reads(world, payload) == 0,
+           expected="the command whose admit got 409 is not executed",
+           actual=f"{out.status} {out.code}; {reads(world, payload)} reads", witness=witness(world, cid))
+    await _works(world)
+
+
+@case("REC-007", manual_clock=True)
+async def test_epoch_changed_on_result_resets_and_ledger_answers(world: Any) -> None:
+    """fails when: a refused result post deletes the receipt (result-lost-on-5xx), the claim
+    upserts so the redelivery runs again (claim-upserts), or a 409 is fatal. The result post is
+    refused 409 runner_epoch_changed and the control plane then drops the runner's state (a
+    watchdog expiry), as it does when the epoch really changed."""
+    payload, cid = download(world), new_id()
+    world.cp.faults.fail_next("result", status=409, code="runner_epoch_changed", target=cid)
+    handle = await world.cp.submit(world.runner_id, "http", payload, command_id=cid)
+    refused = await wait_route(world, "result", lambda ex: ex.command_id == cid and ex.status == 409,
+                               answered=True)
+    await world.cp.force_watchdog(world.runner_id)
+    await _reset_poll_after(world, refused.seq, "409 runner_epoch_changed on result")
+    out = await redeliver(world, handle)
+    expect(out.ok and {"result": out.result} == reply_of(refused),
+           expected="the redelivered command is answered from the ledger (same result)",
+           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, cid))
+    expect(reads(world, payload) == 1, expected="no new effect", actual=f"{reads(world, payload)} reads",
+           witness=witness(world, cid))
+    verdict(world)
+
+
+@case("REC-008", manual_clock=True)
+async def test_malformed_poll_answer_reconnects(world: Any) -> None:
+    """fails when: the runner dies on a poll answer that is not a poll body
+    (crash-on-malformed-poll, exits-on-poll-error). The answer is a 200 JSON object without
+    ``epoch`` and ``commands`` (the control plane's fault answer with status 200)."""
+    at = mark(world)
+    world.cp.faults.fail_next("poll", status=200, code="not_a_poll_answer")
+    await _end_hold(world)
+    bad = await wait_route(world, "poll", lambda ex: ex.fault == "fail", after_seq=at, answered=True)
+    await _reset_poll_after(world, bad.seq, "a malformed poll answer")
+    await _works(world)
+
+
+@case("REC-009")
+async def test_reconnect_is_not_a_hot_loop(world: Any) -> None:
+    """fails when: the runner polls again at once after a failure (no-reconnect-delay).
+    Reads the control plane's (system) clock at the arrival of three failed polls in a row: the
+    runner's own pace, not the harness'; about 1 s is asked, a gap of at least 0.5 s is
+    accepted."""
+    at = mark(world)
+    world.cp.faults.fail_next("poll", n=3, status=503, code="service_unavailable")
+    handle = await world.cp.submit(world.runner_id, "http", STATUS)  # ends the held poll
+    failed: list[Any] = []
+    after = at
+    for _ in range(3):
+        ex = await wait_route(world, "poll", lambda e: e.fault == "fail", after_seq=after, answered=True,
+                              timeout=15.0)
+        failed.append(ex)
+        after = ex.seq
+    gaps = [round(b.time - a.time, 3) for a, b in zip(failed, failed[1:], strict=False)]
+    expect(min(gaps) >= 0.5, expected="about 1 s between a failed poll and the next (≥ 0.5 s)",
+           actual=f"gaps {gaps} s", witness=witness(world, routes=("poll",)))
+    await _reset_poll_after(world, after, "three 503 polls")
+    await handle.wait(WAIT)
+
+
+@case("REC-010", manual_clock=True)
+async def test_service_updating_and_stopping_lose_nothing(world: Any) -> None:
+    """fails when: a 503 during a deploy is fatal (exits-on-poll-error), or receipts are lost
+    across the reconnect (ledger-in-memory does not show it; result-lost-on-5xx does not either:
+    this case pins that the stored reply is still served)."""
+    payload = download(world)
+    first = await world.cp.submit(world.runner_id, "http", payload)
+    out1 = await first.wait(WAIT)
+    expect(out1.ok, expected="the download succeeds", actual=f"{out1.status} {out1.code}")
+    at = mark(world)
+    world.cp.faults.fail_next("poll", status=503, code="service_updating")
+    world.cp.faults.fail_next("poll", status=503, code="service_stopping")
+    await _end_hold(world)
+    last = await wait_route(world, "poll", lambda ex: ex.code == "service_stopping", after_seq=at,
+                            answered=True, timeout=15.0)
+    await _reset_poll_after(world, last.seq, "503 service_updating / service_stopping")
+    again = await world.cp.replay(world.runner_id, first.wire)
+    out2 = await again.wait(WAIT)
+    expect(out2.ok and out2.result == out1.result, expected="the stored reply survives the reconnect",
+           actual=f"{out2.status} {out2.code}", witness=witness(world, first.id))
+    expect(reads(world, payload) == 1 and len(results_of(world, first.id)) == 2,
+           expected="no new effect", actual=f"{reads(world, payload)} reads", witness=witness(world, first.id))
+    await _works(world)
