@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance.world import open_world
+from conformance.worlds import open_world
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"

@@ -2,7 +2,7 @@
 ``case_row`` and ``world`` (registered by the plugin at configure time).
 
 The ``world`` fixture imports the world factory lazily (``--conformance-world MODULE:ATTR``,
-default ``conformance.world:open_world``) and calls
+default ``conformance.worlds:open_world``) and calls
 ``open_world(runner_cmd=..., hermes=..., seed=..., **case_options)``. It never imports the
 runner under test.
 """

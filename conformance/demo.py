@@ -32,7 +32,7 @@ from urllib.parse import urlencode
 from fake_server import Timings
 
 from .adapter import AdapterError, split_template
-from .world import open_world
+from .worlds import open_world
 
 DEFAULT_RUNNER_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
 PROFILE = "default"

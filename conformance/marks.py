@@ -2,7 +2,7 @@
 
 The ID names the row in :mod:`conformance.catalogue` (level, requirement, section, family,
 feature). Keyword arguments are the case's options for its world: the plugin's ``world``
-fixture passes them to ``conformance.world.open_world(runner_cmd=..., hermes=..., seed=...,
+fixture passes them to ``conformance.worlds.open_world(runner_cmd=..., hermes=..., seed=...,
 **options)``. A coroutine test also gets ``pytest.mark.asyncio``, so the cases run the same
 under ``asyncio_mode=strict`` in a vendor's repository as under ``auto`` here.
 """

@@ -16,7 +16,7 @@ Rules of this module:
 - Baselined cases: a failure becomes ``expected-fail`` (shown as xfail); a pass becomes
   ``stale`` and fails at teardown. ``--conformance-exitfirst`` stops at the first failing MUST.
 - The ``world`` fixture imports the world factory lazily (``--conformance-world MODULE:ATTR``,
-  default ``conformance.world:open_world``) and never imports the runner under test.
+  default ``conformance.worlds:open_world``) and never imports the runner under test.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from .results import CaseResult, RunResults, combine, dump, redact
 from .verdict import CaseFailed
 
 DEFAULT_CATALOGUE = "conformance.catalogue:CATALOGUE"
-DEFAULT_WORLD = "conformance.world:open_world"
+DEFAULT_WORLD = "conformance.worlds:open_world"
 #: The reference runner, as a command string only: the suite never imports it.
 DEFAULT_RUNNER_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
 HARNESS_VERSION = "0.1.0"

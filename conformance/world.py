@@ -241,22 +241,3 @@ class World:
             where = f"{item['type']} #{item.get('seq')} ({item.get('route') or item.get('kind')})"
             found += self.secrets.leaks(blob, where)
         return found
-
-
-def open_world(runner_cmd: str | None = None, *, hermes: str = "scripted", seed: int | None = None,
-               **options: Any) -> World:
-    """The ``world`` fixture's factory: ``async with open_world(cmd, **options) as world``.
-
-    ``hermes`` and ``seed`` are what the plugin's fixture passes. ``hermes="scripted"`` builds
-    this module's :class:`World` (the seed is not used yet; a ``model_script`` option, meant
-    for a real Hermes, is dropped); ``"real"`` or ``"real:PATH"`` builds a
-    :class:`conformance.real_world.RealWorld` (a real Hermes Agent and a scripted model)."""
-    del seed
-    if hermes.startswith("real"):
-        from .real_world import RealWorld  # imported only when asked for: it needs aiohttp only
-
-        return RealWorld(runner_cmd, hermes=hermes, **options)
-    if hermes != "scripted":
-        raise ValueError(f"hermes must be scripted or real[:PATH], not {hermes!r}")
-    options.pop("model_script", None)
-    return World(runner_cmd, **options)

@@ -26,7 +26,8 @@ from ..checks import Fact, Violation, check
 from ..checks.facts import fact
 from ..checks.translate import translate
 from ..portal import Portal
-from ..world import World, open_world
+from ..world import World
+from ..worlds import open_world
 
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0

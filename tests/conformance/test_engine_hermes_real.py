@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conformance.real_world import RealWorld, resolve_hermes
-from conformance.world import World, open_world
+from conformance.world import World
+from conformance.worlds import open_world
 
 from .engine_sample import engine_args, make_project
 

@@ -8,7 +8,7 @@ import json
 import sys
 
 from conformance.secrets import REDACTED
-from conformance.world import open_world
+from conformance.worlds import open_world
 from fake_server import ControlPlane
 from fixtures import ScriptedHermes
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.world import open_world
+from conformance.worlds import open_world
 from negative_controls.registry import CONTROLS
 from negative_controls.verify import ROOT, runner_cmd
 
