@@ -16,6 +16,7 @@ from . import (
     receipts,
     reconnection,
     secrets,
+    spec_extra,
     team_tools,
     wire,
 )
@@ -35,4 +36,5 @@ ALL_ROWS: tuple[Case, ...] = (
     *team_tools.ROWS,
     *properties.ROWS,
     *faults.ROWS,
+    *spec_extra.ROWS,
 )
