@@ -34,3 +34,64 @@ async def test_without_config_exits_1(world: Any) -> None:
     expect(code == 1, expected="exit code 1 without --config",
            actual="still running" if code is None else f"exit code {code}",
            witness=runner.secrets.redact(b"\n".join(line.encode() for line in proc.tail(5)).decode()))
+
+
+# -- http refusals of a core runner (§3.1) -------------------------------------------------------
+
+TIMEOUT = 15.0
+
+
+def _last_seq(world: Any) -> int:
+    entries = world.hermes.effects.entries
+    return max(world.cp.history.last_seq, entries[-1].seq if entries else 0)
+
+
+def _effects_after(world: Any, seq: int) -> list[str]:
+    return [f"#{e.seq} {e.kind}" for e in world.hermes.effects.entries if e.seq > seq]
+
+
+def _brief(out: Any) -> str:
+    if out.ok:
+        return f"200 result {str(out.result)[:160]}"
+    return f"{out.status} {out.code} ({(out.message or '')[:120]})"
+
+
+async def _http(world: Any, payload: dict[str, Any]) -> Any:
+    handle = await world.cp.submit(world.runner_id, "http", payload, profile="default")
+    return await handle.wait(TIMEOUT)
+
+
+@case("LIM-901")
+async def test_core_runner_refuses_memory_extract(world: Any) -> None:
+    """fails when: a core runner (no computers) forwards POST …/memory-extract to Hermes, or
+    refuses it with another code than memory_extraction_unavailable (e.g. runner_http_forbidden
+    because rule 4 ran before rule 1)."""
+    since = _last_seq(world)
+    out = await _http(world, {"path": "/api/plugins/yaoyao-bot-bridge/memory-extract",
+                              "method": "POST", "search": "?profile=default",
+                              "body": {"profile": "default", "prompt": "remember"}})
+    expect(not out.ok and out.code == "memory_extraction_unavailable",
+           expected="an error result memory_extraction_unavailable", actual=_brief(out))
+    expect(not _effects_after(world, since), expected="no Hermes effect for memory-extract",
+           actual=_effects_after(world, since))
+
+
+@case("PERM-901")
+async def test_core_runner_refuses_a_computer_target(world: Any) -> None:
+    """fails when: a core runner (no computers) ignores the `computer` target of an http
+    command and relays the request to its local Hermes (a GET of /api/status, of session
+    messages or a download with a computer target reaches Hermes or answers 200).
+
+    Only the two paths of rules 3 and 3b: the reference runner relays GET /api/status with a
+    computer target (reported to the coordinator; §3.1 says every such request is refused)."""
+    target = {"id": "vm-1"}
+    for path, search in (("/api/files/download", "?profile=default&path=%2Ftmp%2Fx"),
+                         ("/api/sessions/s1/messages", "?profile=default")):
+        since = _last_seq(world)
+        out = await _http(world, {"path": path, "method": "GET", "search": search,
+                                  "computer": target})
+        expect(not out.ok, expected=f"GET {path} with a computer target refused",
+               actual=_brief(out))
+        expect(not _effects_after(world, since),
+               expected=f"no Hermes effect for GET {path} with a computer target",
+               actual=_effects_after(world, since))

@@ -8,4 +8,8 @@ from ..case_row import Case
 ROWS: tuple[Case, ...] = (
     Case("CFG-902", "MUST", "Without --config the runner MUST exit with code 1.", "1.5",
          "config and process"),
+    Case("LIM-901", "MUST", "A core runner MUST refuse memory-extract with 409 "
+         "memory_extraction_unavailable, without a Hermes effect.", "3.1 http", "limits and bad input"),
+    Case("PERM-901", "MUST", "A core runner (no computers) MUST refuse every http request that "
+         "carries a computer target (a download, session messages), without a Hermes effect.", "3.1 http", "permission intersection"),
 )
