@@ -95,3 +95,34 @@ async def test_core_runner_refuses_a_computer_target(world: Any) -> None:
         expect(not _effects_after(world, since),
                expected=f"no Hermes effect for GET {path} with a computer target",
                actual=_effects_after(world, since))
+
+
+# -- gateway.open ids (§3.2) ---------------------------------------------------------------------
+
+@case("LIM-902")
+async def test_open_accepts_any_uuid_and_refuses_an_open_id(world: Any) -> None:
+    """A gateway.open with a lower-case UUID that is not a version-4 one opens; a second
+    gateway.open of the same, still open, connectionId is refused with a plain error
+    (runner_error) and connects no second Hermes socket.
+
+    fails when: the runner accepts only v4 UUIDs (or validates the version nibble), or opens a
+    second socket / replaces the channel for an id that is already open, or refuses it with a
+    specific code instead of runner_error."""
+    import uuid
+
+    cid = str(uuid.uuid1())  # lower case, version 1
+    ch = await world.cp.open_channel(world.runner_id, profile="default", connection_id=cid,
+                                     check=False)
+    expect(ch.open_outcome is None or ch.open_outcome.ok,
+           expected=f"gateway.open of the version-1 UUID {cid} opens",
+           actual=_brief(ch.open_outcome) if ch.open_outcome else "no outcome")
+    since = _last_seq(world)
+    again = await world.cp.open_channel(world.runner_id, profile="default", connection_id=cid,
+                                        check=False)
+    out = again.open_outcome
+    expect(out is not None and not out.ok and out.code == "runner_error",
+           expected="a second gateway.open of an open id refused with runner_error",
+           actual=_brief(out) if out else "no outcome (opened)")
+    new = [e for e in _effects_after(world, since) if "ws.connected" in e]
+    expect(not new, expected="no second Hermes socket for an id that is already open",
+           actual=new)
