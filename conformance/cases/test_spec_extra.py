@@ -126,3 +126,29 @@ async def test_open_accepts_any_uuid_and_refuses_an_open_id(world: Any) -> None:
     new = [e for e in _effects_after(world, since) if "ws.connected" in e]
     expect(not new, expected="no second Hermes socket for an id that is already open",
            actual=new)
+
+
+# -- lease.create applies requireProfile (§3.5) ---------------------------------------------------
+
+@case("TT-901", hermes_script="team")
+async def test_lease_create_outside_allowed_profiles_is_refused(world: Any) -> None:
+    """lease.create naming a profile outside allowedProfiles ("research") for an owned session
+    must be refused (runner_profile_forbidden; runner_session_forbidden accepted, since the
+    session is not owned under that profile either) and start no listener, no bind.
+
+    fails when: the runner skips requireProfile for lease.create and the session-under-profile
+    check, creating a lease (listener) for a profile it may not serve."""
+    ch = await world.cp.open_channel(world.runner_id, profile="default")
+    created = await world.cp.rpc(ch, "session.create", {"profile": "default", "title": "tt"})
+    expect(created.ok, expected="session.create ok", actual=_brief(created))
+    session = {"runtimeId": created.result["session_id"],
+               "storedId": created.result["stored_session_id"]}
+    since = _last_seq(world)
+    lease = await world.cp.create_lease(ch, profile="research", session=session, check=False)
+    out = lease.create_outcome
+    expect(out is not None and not out.ok
+           and out.code in ("runner_profile_forbidden", "runner_session_forbidden"),
+           expected="lease.create for profile research refused runner_profile_forbidden",
+           actual=_brief(out) if out else "no outcome")
+    expect(not _effects_after(world, since), expected="no Hermes effect (no bind)",
+           actual=_effects_after(world, since))

@@ -19,4 +19,7 @@ ROWS: tuple[Case, ...] = (
     Case("LIM-902", "MUST", "gateway.open MUST accept any lower-case UUID as connectionId, and "
          "MUST refuse one that is already open with a plain error (runner_error), opening no "
          "second Hermes socket.", "3.2 gateway.open", _LIM),
+    Case("TT-901", "MUST", "lease.create MUST apply requireProfile to its profile: a profile "
+         "outside allowedProfiles is refused, without a bind.", "3.5 lease.create",
+         "team tools", feature="team-tools"),
 )
