@@ -12,6 +12,8 @@ from conformance.marks import case
 from conformance.process import Process, scrubbed_env
 from conformance.verdict import expect
 
+from ._helpers_process import bound_lease
+
 EXIT_TIMEOUT = 15.0
 
 
@@ -152,3 +154,22 @@ async def test_lease_create_outside_allowed_profiles_is_refused(world: Any) -> N
            actual=_brief(out) if out else "no outcome")
     expect(not _effects_after(world, since), expected="no Hermes effect (no bind)",
            actual=_effects_after(world, since))
+
+
+# -- gateway.close disposes the channel's leases (§3.4) --------------------------------------------
+
+@case("TT-902", hermes_script="team")
+async def test_gateway_close_disposes_the_channels_leases(world: Any) -> None:
+    """A bound lease lives on a channel; gateway.close of that channel must dispose it: the
+    plugin gets the unbind of the lease's generation, and a later lease.bind of it is refused.
+
+    fails when: gateway.close closes the Hermes socket but leaves the channel's leases alive
+    (no unbind, the listener keeps serving, lease.bind still works)."""
+    b = await bound_lease(world)
+    sid = b.session["runtimeId"]
+    closed = await world.cp.close_channel(b.channel)
+    expect(closed.ok, expected="gateway.close answered {ok:true}", actual=_brief(closed))
+    unbind = await world.hermes.effects.wait_for("unbind", timeout=TIMEOUT, session_id=sid)
+    expect(unbind.detail.get("generation") == b.binding["generation"],
+           expected="the unbind of the bound lease's generation",
+           actual=str(unbind.detail.get("generation")))

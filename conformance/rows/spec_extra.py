@@ -22,4 +22,6 @@ ROWS: tuple[Case, ...] = (
     Case("TT-901", "MUST", "lease.create MUST apply requireProfile to its profile: a profile "
          "outside allowedProfiles is refused, without a bind.", "3.5 lease.create",
          "team tools", feature="team-tools"),
+    Case("TT-902", "MUST", "gateway.close MUST dispose the leases of the channel (the plugin's "
+         "unbind of a bound lease).", "3.4 gateway.close", "team tools", feature="team-tools"),
 )
