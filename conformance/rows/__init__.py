@@ -17,6 +17,7 @@ from . import (
     receipts,
     reconnection,
     secrets,
+    spec_extra,
     team_tools,
     wire,
 )
@@ -37,4 +38,5 @@ ALL_ROWS: tuple[Case, ...] = (
     *properties.ROWS,
     *faults.ROWS,
     *hermes_interop.ROWS,
+    *spec_extra.ROWS,
 )
