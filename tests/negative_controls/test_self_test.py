@@ -48,9 +48,13 @@ KNOWN_ESCAPES: dict[str, str] = {
     "forward-foreign-events": "ISO-001/WIR-013: the foreign session's frames never reach the "
                               "channel's Hermes socket in the scripted Hermes",
     "drops-unknown-kinds": "WIR-008 uses an http command only",
+    "late-session-ownership": "ISO-005 catches it only when session.info overtakes the awaiting "
+                              "coroutine's resumption, which depends on scheduling",
     "loose-connection-ids": "LIM-006 was narrowed to a non-string connectionId (§3.2 leaves "
                             "other strings open)",
 }
+#: Known escapes whose catch depends on scheduling: caught or not, neither fails the test.
+TIMING_DEPENDENT = frozenset({"late-session-ownership"})
 
 
 def _selected(name: str) -> bool:
@@ -65,6 +69,8 @@ def test_control_is_caught_by_its_cases(control, record_property) -> None:
     v = verify(control, KNOWN)
     record_property("negctl_row", table([v], reasons=True).split("\n", 1)[1])
     escaped = ", ".join(f"{c}={v.statuses.get(c, 'not run')}" for c in v.escaped)
+    if control.name in KNOWN_ESCAPES and not v.escaped and control.name in TIMING_DEPENDENT:
+        return  # caught this time; the escape is a matter of scheduling
     if control.name in KNOWN_ESCAPES:
         assert v.escaped, f"{control.name} is caught now: remove it from KNOWN_ESCAPES"
         pytest.xfail(f"known escape ({escaped}): {KNOWN_ESCAPES[control.name]}")
