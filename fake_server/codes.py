@@ -21,7 +21,7 @@ class Code:
     message: str
 
 
-def _table(*rows: Code) -> dict[str, Code]:
+def code_table(*rows: Code) -> dict[str, Code]:
     table: dict[str, Code] = {}
     for row in rows:
         if row.code in table:
@@ -31,7 +31,7 @@ def _table(*rows: Code) -> dict[str, Code]:
 
 
 # Rows are added per area; keep each area's rows together.
-CODES: dict[str, Code] = _table(
+CODES: dict[str, Code] = code_table(
     # --- machine API, hub, relay (lifecycle) ---
     Code("runner_offline", 503, "runner offline"),
     Code("runner_command_uncertain", 504, "runner command outcome uncertain"),

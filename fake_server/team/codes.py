@@ -9,19 +9,9 @@ Rules:
 """
 from __future__ import annotations
 
-from fake_server.codes import Code
+from fake_server.codes import Code, code_table
 
-
-def _table(*rows: Code) -> dict[str, Code]:
-    table: dict[str, Code] = {}
-    for row in rows:
-        if row.code in table:
-            raise ValueError(f"duplicate code {row.code}")
-        table[row.code] = row
-    return table
-
-
-TEAM_CODES: dict[str, Code] = _table(
+TEAM_CODES: dict[str, Code] = code_table(
     Code("team_invalid_arguments", 400, "tool arguments do not match the tool's schema"),
     Code("idempotency_conflict", 409, "id reused with different content"),
     Code("team_member_exists", 409, "a member with that name exists"),
