@@ -31,6 +31,11 @@ NATIVE_PREFIX = "yaoyao_workspace_"
 
 class HermesSide(Protocol):
     name: str
+    #: Whether this Hermes marks the end of a turn (the session idle again) with a
+    #: ``session.info`` after ``message.complete``. Real Hermes 0.19.0 does (``tui_gateway``
+    #: emits it once ``running`` is cleared); a prompt sent before it is ``queued`` behind the
+    #: ending turn and, in the default ``busy_input_mode``, interrupts it.
+    idle_after_complete: bool
 
     def session_params(self) -> dict[str, Any]: ...
     async def hermes_hops(self) -> dict[str, int]:
@@ -51,15 +56,31 @@ async def poll_until(check: Callable[[], Awaitable[bool]], timeout: float, what:
         await asyncio.sleep(0.05)  # poll interval of a bounded poll, not a wait for a condition
 
 
-async def wait_event(ch: Channel, type_: str, sid: str, after: int, timeout: float
-                     ) -> dict[str, Any]:
+async def wait_event_at(ch: Channel, type_: str, sid: str, after: int, timeout: float
+                        ) -> tuple[dict[str, Any], int]:
+    """The first ``type_`` event of session ``sid`` at index ``after`` or later, and the index
+    just past it. A timeout says what the session did see, so a hang is diagnosable."""
     loop = asyncio.get_running_loop()
     end, i = loop.time() + timeout, after
     while True:
-        ev = await ch.next_event(type_, timeout=max(0.1, end - loop.time()), after=i)
+        try:
+            ev = await ch.next_event(type_, timeout=max(0.1, end - loop.time()), after=i)
+        except TimeoutError:
+            seen = [e.get("type") for e in ch.events[after:] if e.get("session_id") == sid]
+            raise AssertionError(f"no {type_} of session {sid} within {timeout:.0f} s; "
+                                 f"the session's events since: {seen}") from None
         i = next(k for k in range(i, len(ch.events)) if ch.events[k] is ev) + 1
         if ev.get("session_id") == sid:
-            return ev
+            return ev, i
+
+
+async def end_of_turn(side: HermesSide, ch: Channel, sid: str, after: int, timeout: float
+                      ) -> dict[str, Any]:
+    """``message.complete`` of the turn, then (where this Hermes says so) the session idle."""
+    done, i = await wait_event_at(ch, "message.complete", sid, after, timeout)
+    if side.idle_after_complete:
+        await wait_event_at(ch, "session.info", sid, i, timeout)
+    return done
 
 
 @dataclass
@@ -85,11 +106,11 @@ class Run:
     transcripts: dict[str, str] = field(default_factory=dict)   # stored messages, as JSON
 
 
-async def turn(cp: ControlPlane, a: Admin, t: Turn, timeout: float) -> str:
+async def turn(cp: ControlPlane, side: HermesSide, a: Admin, t: Turn, timeout: float) -> str:
     mark = len(a.ch.events)
     sent = await cp.rpc(a.ch, "prompt.submit", {"session_id": a.sid, "text": t.prompt})
     assert sent.ok and sent.result == {"status": "streaming"}, sent
-    done = await wait_event(a.ch, "message.complete", a.sid, mark, timeout)
+    done = await end_of_turn(side, a.ch, a.sid, mark, timeout)
     assert done["payload"]["status"] == "complete", done
     return str(done["payload"].get("text") or "")
 
@@ -104,6 +125,27 @@ async def open_admin(cp: ControlPlane, runner_id: str, desk: TeamDesk, side: Her
     grant = desk.grant(name, name, Origin(name, sid, stored), {PROFILE})
     await desk.lease(cp, ch, grant, profile=PROFILE)
     return Admin(name, ch, sid, stored, grant)
+
+
+async def warm_up(cp: ControlPlane, runner_id: str, side: HermesSide, timeout: float) -> float:
+    """One plain turn in a session of its own, through the runner, before the scenario.
+
+    A real Hermes imports most of its agent lazily on the first turn; the scenario's first
+    phase starts two first turns at once, so without this the measure would include two threads
+    racing through Hermes' lazy imports, which is Hermes' start-up, not the protocol. The turn
+    (a prompt no rule matches: the model's fallback text, no tools) leaves the team world and
+    every hop count untouched. Returns its wall time."""
+    t0 = time.monotonic()
+    ch = await cp.open_channel(runner_id, account=ADMINS[0], profile=PROFILE)
+    made = await cp.rpc(ch, "session.create", {"profile": PROFILE, "title": "warm-up",
+                                               "cols": 100, **side.session_params()})
+    assert made.ok, made
+    sid, mark = made.result["session_id"], len(ch.events)
+    sent = await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "WARMUP say hello"})
+    assert sent.ok, sent
+    await end_of_turn(side, ch, sid, mark, timeout)
+    assert (await cp.close_channel(ch)).ok
+    return time.monotonic() - t0
 
 
 async def run_scenario(cp: ControlPlane, runner_id: str, side: HermesSide,
@@ -123,24 +165,24 @@ async def run_scenario(cp: ControlPlane, runner_id: str, side: HermesSide,
     # Phase 1: both administrators at once.
     t0 = time.monotonic()
     run.texts["ANA1"], run.texts["BEN1"] = await asyncio.gather(
-        turn(cp, ana, ANA_1, timeout), turn(cp, ben, BEN_1, timeout))
+        turn(cp, side, ana, ANA_1, timeout), turn(cp, side, ben, BEN_1, timeout))
     # Phase 2: ben reviews and completes ana's task; the report goes back into ANA's session.
-    run.texts["BEN2"] = await turn(cp, ben, BEN_2, timeout)
+    run.texts["BEN2"] = await turn(cp, side, ben, BEN_2, timeout)
     mark = len(ana.ch.events)
     delivered = await desk.deliver_reports(cp)
     assert [d.outcome.ok for d in delivered] == [True], delivered
-    done = await wait_event(ana.ch, "message.complete", ana.sid, mark, timeout)
+    done = await end_of_turn(side, ana.ch, ana.sid, mark, timeout)
     run.texts["REPORT"] = str(done["payload"].get("text") or "")
     # Phase 3: revoke ben's grant while his next call is held in the control plane.
     hold = ben.grant.hold("create_member")
-    ben3 = asyncio.ensure_future(turn(cp, ben, BEN_3, timeout))
+    ben3 = asyncio.ensure_future(turn(cp, side, ben, BEN_3, timeout))
     await asyncio.wait_for(hold.reached.wait(), timeout)
     executed_at_revoke = desk.world.executions
     desk.revoke(cp, ben.grant)
     run.texts["BEN3"] = await ben3
     await poll_until(lambda: _unbound(side), timeout, "the runner to unbind ben's lease")
     # Phase 4: the model tries again; the tools are gone, nothing leaves Hermes.
-    run.texts["BEN4"] = await turn(cp, ben, BEN_4, timeout)
+    run.texts["BEN4"] = await turn(cp, side, ben, BEN_4, timeout)
     assert desk.world.executions == executed_at_revoke, "something executed after revocation"
     run.timings["turns_s"] = time.monotonic() - t0
 

@@ -18,6 +18,7 @@ PLUGIN = "/api/plugins/yaoyao-bot-bridge"
 
 class ScriptedSide:
     name = "scripted"
+    idle_after_complete = False   # a scripted turn is over when its message.complete is sent
 
     def __init__(self, hermes: Any) -> None:
         self.hermes = hermes
@@ -42,6 +43,7 @@ class ScriptedSide:
 
 class RealSide:
     name = "real"
+    idle_after_complete = True
 
     def __init__(self, hermes: Any, model: Any) -> None:
         self.hermes, self.model = hermes, model

@@ -15,18 +15,13 @@ import pytest_asyncio
 from fixtures.real_hermes import ModelServer, RealHermes, find_hermes
 
 from . import checks
-from .drive import Run, run_scenario
+from .drive import Run, run_scenario, warm_up
 from .scenario import model_server_script
 from .sides import RealSide
-from .world import plane
+from .world import plane, runner_command
 
 HERMES_BIN, SKIP_REASON = find_hermes()
-# The real variant passed three runs in a row in a developer's tree, but its first turn timed out
-# (180 s, no message.complete) in a fresh-clone .ci/run; until that is understood it is an
-# expected failure that still runs every time (issue 12 stays open).
 pytestmark = [
-    pytest.mark.xfail(reason="real-Hermes turn timed out in fresh-clone CI; see issue 12",
-                      strict=False),
     pytest.mark.acceptance,
     pytest.mark.skipif(HERMES_BIN is None, reason=SKIP_REASON),
     pytest.mark.asyncio(loop_scope="module"),
@@ -37,7 +32,7 @@ pytestmark = [
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def scenario(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Run, Any]]:
+async def scenario(pytestconfig: pytest.Config) -> AsyncIterator[tuple[Run, Any]]:
     t0 = time.monotonic()
     async with ModelServer(model_server_script()) as model, \
             RealHermes(model.base_url, hermes_bin=HERMES_BIN) as hermes:
@@ -49,14 +44,33 @@ async def scenario(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tu
                 out += log.read_bytes()
             return out
 
-        async with plane(hermes.url, tmp_path_factory.mktemp("node"),
+        async with plane(hermes.url, runner_command(pytestconfig),
                          lambda: hermes.secrets, hermes_output) as p:
-            run = await run_scenario(p.cp, p.runner_id, side, timeout=180)
+            try:
+                warm_s = await warm_up(p.cp, p.runner_id, side, timeout=180)
+                run = await run_scenario(p.cp, p.runner_id, side, timeout=180)
+            except (AssertionError, TimeoutError) as exc:
+                raise AssertionError(f"{exc or type(exc).__name__}\n"
+                                     f"{diagnosis(model, hermes_output(), hermes.secrets)}"
+                                     ) from exc
+            run.timings["warm_up_turn_s"] = warm_s
             run.timings["hermes_start_s"] = hermes.startup_seconds or 0.0
             run.timings["runner_online_s"] = p.online_s
             run.timings["wall_s"] = time.monotonic() - t0
             checks.report(run, side)
             yield run, side
+
+
+def diagnosis(model: ModelServer, hermes_out: bytes, secrets: frozenset[str]) -> str:
+    """What the model was asked and what Hermes wrote (secrets redacted), for a failed run."""
+    calls = [f"#{c.n} rule={c.rule} step={c.step} side={c.side} {c.reply}"
+             f"{' ' + c.tool if c.tool else ''}" for c in model.calls[-40:]]
+    text = hermes_out.decode(errors="replace")
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    tail = "\n".join(text.splitlines()[-60:])
+    return (f"model calls ({len(model.calls)}, last 40):\n  " + "\n  ".join(calls)
+            + f"\nHermes output and logs (last 60 lines):\n{tail}")
 
 
 async def test_tool_calls_agree_at_every_hop(scenario: tuple[Run, Any]) -> None:

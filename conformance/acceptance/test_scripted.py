@@ -16,7 +16,7 @@ from . import checks
 from .drive import Run, run_scenario
 from .scenario import scripted_hermes_script
 from .sides import ScriptedSide
-from .world import plane
+from .world import plane, runner_command
 
 pytestmark = [
     pytest.mark.acceptance,
@@ -27,11 +27,11 @@ pytestmark = [
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def scenario(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Run, Any]]:
+async def scenario(pytestconfig: pytest.Config) -> AsyncIterator[tuple[Run, Any]]:
     t0 = time.monotonic()
     async with ScriptedHermes(scripted_hermes_script(), time_scale=0) as hermes:
         side = ScriptedSide(hermes)
-        async with plane(hermes.url, tmp_path_factory.mktemp("node"),
+        async with plane(hermes.url, runner_command(pytestconfig),
                          lambda: hermes.secrets) as p:
             run = await run_scenario(p.cp, p.runner_id, side)
             run.timings["runner_online_s"] = p.online_s

@@ -1,46 +1,61 @@
 """One acceptance world: a Hermes (scripted or real), the control plane in process and the
-runner under test as a subprocess. At exit every runner output (and every real-Hermes output
-and log) is scanned for the runner token and Hermes' secrets."""
+runner under test as a black box through the one adapter (:class:`conformance.adapter.
+RunnerUnderTest`: ``runner.json`` 0600 in a private temp dir, own process group, output kept in
+memory). The command is the plugin's ``--runner-cmd`` (default: the reference runner). At exit
+every runner output (and every real-Hermes output and log) is scanned for the runner token and
+Hermes' secrets."""
 from __future__ import annotations
 
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
+
+import pytest
 
 from fake_server import ControlPlane, Timings
 
-from .launch import RunnerProcess
+from ..adapter import RunnerUnderTest
+from ..plugin import DEFAULT_RUNNER_CMD
 from .scenario import ADMINS, PROFILE
 
 FAST = Timings(poll_hold=2.0, redelivery=5.0, watchdog_tick=0.5, offline_after=10.0)
+
+
+def runner_command(config: pytest.Config) -> str:
+    """``--runner-cmd`` of this pytest run, or the reference runner."""
+    try:
+        given = config.getoption("runner_cmd")
+    except ValueError:          # the conformance plugin is not loaded
+        given = None
+    return str(given or DEFAULT_RUNNER_CMD)
 
 
 @dataclass
 class Plane:
     cp: ControlPlane
     runner_id: str
-    runner: RunnerProcess
+    runner: RunnerUnderTest
     online_s: float
 
 
 @contextlib.asynccontextmanager
-async def plane(hermes_url: str, node_dir: Path, secrets: Callable[[], Iterable[str]],
+async def plane(hermes_url: str, runner_cmd: str, secrets: Callable[[], Iterable[str]],
                 extra_output: Callable[[], bytes] | None = None) -> AsyncIterator[Plane]:
     async with ControlPlane(timings=FAST) as cp:
         reg = await cp.register_runner(name="acceptance", allowed_profiles=[PROFILE])
         for name in ADMINS:
             await cp.create_account(name, allowed_profiles=[PROFILE])
-        runner = RunnerProcess(reg.runner_config(hermes_url=hermes_url), node_dir)
-        t0 = time.monotonic()
-        await runner.start()
-        try:
-            await cp.wait_online(reg.runner_id, timeout=30)
-            yield Plane(cp, reg.runner_id, runner, time.monotonic() - t0)
-        finally:
-            await runner.stop()
-            out = runner.output() + (extra_output() if extra_output else b"")
-            for secret in {reg.token, *secrets()}:
-                assert secret.encode() not in out, "a secret reached the runner's output"
-            assert b"Bearer " not in out, "an Authorization header reached an output"
+        async with RunnerUnderTest(runner_cmd, reg.runner_config(hermes_url=hermes_url),
+                                   name="runner under test") as runner:
+            t0 = time.monotonic()
+            await runner.start()
+            try:
+                await runner.wait_online(cp, reg.runner_id, timeout=30)
+                yield Plane(cp, reg.runner_id, runner, time.monotonic() - t0)
+            finally:
+                await runner.stop()
+                out = runner.output() + (extra_output() if extra_output else b"")
+                for secret in {reg.token, *secrets()}:
+                    assert secret.encode() not in out, "a secret reached the runner's output"
+                assert b"Bearer " not in out, "an Authorization header reached an output"

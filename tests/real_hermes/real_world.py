@@ -10,15 +10,14 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from conformance.adapter import RunnerUnderTest
+from conformance.plugin import DEFAULT_RUNNER_CMD
 from fake_server import Channel, ControlPlane, Timings
 from fixtures.real_hermes import ModelServer, RealHermes, Script
-
-from .runner_launch import RunnerUnderTest
 
 FAST = Timings(poll_hold=2.0, redelivery=5.0, watchdog_tick=0.5, offline_after=10.0)
 PLUGIN = "/api/plugins/yaoyao-bot-bridge"
@@ -53,7 +52,7 @@ class World:
 
 
 @contextlib.asynccontextmanager
-async def real_world(script: Script, node_dir: Path, *, plugin: bool = True,
+async def real_world(script: Script, *, plugin: bool = True,
                      hermes_env: dict[str, str] | None = None) -> AsyncIterator[World]:
     timings: dict[str, float] = {}
     async with ModelServer(script) as model, \
@@ -62,15 +61,16 @@ async def real_world(script: Script, node_dir: Path, *, plugin: bool = True,
         timings["hermes_start_s"] = round(hermes.startup_seconds or 0.0, 2)
         reg = await cp.register_runner(name="real", allowed_profiles=["default"])
         await cp.create_account("alice", allowed_profiles=["default"])
-        runner = RunnerUnderTest(reg.runner_config(hermes_url=hermes.url), node_dir)
+        runner = RunnerUnderTest(DEFAULT_RUNNER_CMD, reg.runner_config(hermes_url=hermes.url))
         t0 = time.monotonic()
         await runner.start()
         try:
-            await cp.wait_online(reg.runner_id, timeout=15)
+            await runner.wait_online(cp, reg.runner_id, timeout=15)
             timings["runner_online_s"] = round(time.monotonic() - t0, 2)
             yield World(model, hermes, cp, runner, reg.runner_id, timings)
         finally:
             await runner.stop()
+            await runner.close()
             leaked = runner.output() + hermes.output()
             for log in hermes.home.rglob("*.log"):
                 leaked += log.read_bytes()

@@ -48,7 +48,7 @@ TOOLS = [
 async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
     # HERMES_TUI_TOOLSETS=all: every session's agent starts with EVERY registered tool, ours
     # included, so only the plugin's per-turn re-sync keeps them to the bound session.
-    async with real_world(SCRIPT, tmp_path_factory.mktemp("node"),
+    async with real_world(SCRIPT,
                           hermes_env={"HERMES_TUI_TOOLSETS": "all"}) as w:
         yield w
 

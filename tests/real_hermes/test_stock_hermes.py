@@ -19,7 +19,7 @@ TOOLS = [{"id": "ws.create_member", "name": "create_member", "inputSchema": {"ty
 
 
 async def test_stock_hermes_refuses_the_bind(tmp_path: Path) -> None:
-    async with real_world(Script(rules=(Rule("PING", (Say("PONG"),)),)), tmp_path / "node",
+    async with real_world(Script(rules=(Rule("PING", (Say("PONG"),)),)),
                           plugin=False) as w:
         caps = await w.cp.command(w.runner_id, "http", {
             "path": PLUGIN + "/capabilities", "method": "GET", "search": "?profile=default"},
