@@ -29,11 +29,13 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import LineTooLong
 
+from . import codes
 from .codes import NO_STORE, error_body
 
 log = logging.getLogger("fake_server.http")
 
-_ANSWERS = {431: "request_header_too_large", 400: "bad_request", 500: "internal_error"}
+_ANSWERS: dict[int, codes.Code] = {431: codes.REQUEST_HEADER_TOO_LARGE, 400: codes.BAD_REQUEST,
+                                   500: codes.INTERNAL_ERROR}
 
 
 def error_answer(status: int, exc: BaseException | None) -> web.Response:

@@ -32,6 +32,9 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from . import codes
+from .codes import Code
+
 LOCAL_SOURCE_ID = "local"
 LOCAL_SOURCE_NAME = "Local"
 SYSTEM_OWNER = "_system"
@@ -74,11 +77,11 @@ _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 class StoreError(Exception):
     """A refusal with the HTTP status and protocol code the caller should answer."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
+    def __init__(self, row: Code, message: str | None = None) -> None:
+        super().__init__(row.message if message is None else message)
+        self.status = row.status
+        self.code = row.code
+        self.message = row.message if message is None else message
 
 
 @dataclass(frozen=True)
@@ -284,15 +287,15 @@ class Store:
                 )
                 src = await cur.fetchone()
                 if src is None:
-                    raise StoreError(404, "workspace_not_found", "source not found")
+                    raise StoreError(codes.WORKSPACE_NOT_FOUND, "source not found")
                 if src["paired"]:
-                    raise StoreError(409, "runner_source_invalid", "source cannot host a runner")
+                    raise StoreError(codes.RUNNER_SOURCE_INVALID)
                 cur = await self._db.execute(
                     "SELECT 1 FROM runners WHERE source_node_id = ? AND source_owner = ? AND enabled = 1",
                     (source_node_id, source_owner),
                 )
                 if await cur.fetchone() is not None:
-                    raise StoreError(409, "runner_source_in_use", "source already has a runner")
+                    raise StoreError(codes.RUNNER_SOURCE_IN_USE)
                 await self._db.execute(
                     "INSERT INTO runners (id, name, source_node_id, allowed_profiles, enabled,"
                     " created_at, features, token_hash, source_owner)"
