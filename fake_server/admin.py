@@ -60,7 +60,7 @@ from .admin_page import admin_page, admin_redirect, admin_static
 from .admin_schemas import LOGIN_SCHEMA, REGISTRATION_SCHEMA, AdminError, refused, validate
 from .codes import NO_STORE, error_body
 from .gates import first_refusal
-from .store import StoreError
+from .records import StoreError
 from .timings import Timings
 
 # -- limits and names --------------------------------------------------------------------------

@@ -32,8 +32,9 @@ from .hub_state import Online, Slot
 from .lifecycle import NOT_ADMITTED, OFFLINE, Event, Outcome, Step, outcome_from_result
 from .lifecycle_log import LifecycleLog
 from .queue import QueueMixin
+from .records import RunnerRecord
 from .relay import filter_profiles
-from .store import RunnerRecord, Store
+from .store import Store
 from .timings import Extras, Limits, Timings
 from .validity import (
     SCOPE_RULES,

@@ -33,8 +33,9 @@ from .hub import Hub
 from .hub_state import Slot, Waiter
 from .lifecycle_log import LifecycleLog
 from .machine_api import MachineDeps, setup_machine
+from .records import AccountRecord, RunnerRecord, SourceRecord
 from .registration import Registration
-from .store import AccountRecord, RunnerRecord, SourceRecord, Store
+from .store import Store
 from .timings import Extras, Limits, Timings
 from .verbs import CommandFailed, Verbs
 
