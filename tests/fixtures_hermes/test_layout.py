@@ -8,7 +8,7 @@ from ..import_graph import import_cycle, package_tree, synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "fixtures"
-MAX_LINES = 400
+MAX_LINES = 420
 
 
 def test_no_import_circle_in_fixtures() -> None:
