@@ -1,6 +1,6 @@
 """End-to-end command benchmark: fake control plane → runner_ref (subprocess) → scripted Hermes.
 
-    python bench/e2e_commands.py [--latency-commands L] [--commands N] [--concurrency C]
+    python -m bench.e2e_commands [--latency-commands L] [--commands N] [--concurrency C]
                                  [--variant http|rpc|both]
 
 Two phases per variant, each beside its floor measured in the same run on the same machine:
@@ -34,13 +34,11 @@ import aiohttp
 import aiosqlite
 from aiohttp import web
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from conformance.adapter import RunnerUnderTest
+from conformance.process import Process, scrubbed_env
+from fake_server import Command, ControlPlane, Exchange, Outcome
 
-from conformance.adapter import RunnerUnderTest  # noqa: E402
-from conformance.process import Process, scrubbed_env  # noqa: E402
-from fake_server import Command, ControlPlane, Exchange, Outcome  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]  # the checkout whose runner_ref the subprocesses run
 
 TARGET_RATE = 1000.0  # commands/s on 2 cores
 TARGET_RATIO = 4.0  # p99 within 4× the floor
@@ -163,7 +161,7 @@ class Hermes:
              "0", "--script", "plain", "--time-scale", "0"],
             env=env, cwd=REPO, tee_dir=self.workdir, tee_stem="hermes")
         await self.process.start()
-        line = await self.process.wait_line("HERMES_BACKEND_READY", 20, stream="stdout")
+        line = await self.process.wait_line("HERMES_DASHBOARD_READY", 20, stream="stdout")
         self.url = f"http://127.0.0.1:{int(line.rsplit('port=', 1)[1])}"
 
     @property

@@ -1,7 +1,7 @@
 """Control-plane throughput probe: poll → admit → result cycles per second, in one process.
 
-    python tests/fake_server/perf_cycle.py [--commands N] [--concurrency C] [--account]
-                                           [--profile FILE] [--repeat R]
+    python -m bench.perf_cycle [--commands N] [--concurrency C] [--account]
+                               [--profile FILE] [--repeat R]
 
 A ControlPlane (system clock, default timings) and a minimal runner loop over real loopback
 HTTP (one long poll, then ``admit`` and ``result`` per command, as fast as it can) share one
@@ -16,17 +16,13 @@ import asyncio
 import cProfile
 import json
 import os
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from fake_server import ControlPlane  # noqa: E402
+from fake_server import ControlPlane
 
 STATUS = {"path": "/api/status", "method": "GET"}
 RESULT = {"status": 200, "headers": {"content-type": "application/json"}, "body": "eyJvayI6dHJ1ZX0="}

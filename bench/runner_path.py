@@ -2,7 +2,7 @@
 stand-ins in this process — a control plane that only polls/admits/collects results, and a
 Hermes that only serves ``GET /``, ``/api/profiles`` and ``/api/status``.
 
-    python bench/runner_path.py [--commands N] [--concurrency C] [--latency-commands L]
+    python -m bench.runner_path [--commands N] [--concurrency C] [--latency-commands L]
 
 Not a conformance check of anything: the stand-ins skip every gate, redelivery and history, so
 what is left is the runner (ledger commits included) plus two bare aiohttp servers. Prints the
@@ -23,11 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.e2e_commands import (  # noqa: E402
+from bench.e2e_commands import (
+    REPO,
     Latency,
     Runner,
     cpu_seconds,

@@ -13,8 +13,9 @@ from .lifecycle import Outcome, State, Step
 from .lifecycle_log import Fact, LifecycleLog
 from .machine_api import MachineDeps
 from .plane import ControlPlane
+from .records import AccountRecord, RunnerRecord, SourceRecord, StoreError
 from .registration import Registration
-from .store import AccountRecord, RunnerRecord, SourceRecord, Store, StoreError
+from .store import Store
 from .timings import Extras, Limits, Timings
 from .verbs import CommandFailed
 

@@ -42,6 +42,7 @@ from typing import Any
 
 from aiohttp import web
 
+from . import codes
 from .admin_deps import AdminDeps
 from .admin_gates import (
     DELETE_GATES,
@@ -59,7 +60,7 @@ from .admin_page import admin_page, admin_redirect, admin_static
 from .admin_schemas import LOGIN_SCHEMA, REGISTRATION_SCHEMA, AdminError, refused, validate
 from .codes import NO_STORE, error_body
 from .gates import first_refusal
-from .store import StoreError
+from .records import StoreError
 from .timings import Timings
 
 # -- limits and names --------------------------------------------------------------------------
@@ -131,6 +132,11 @@ def admin_state(app: web.Application) -> AdminState:
 
 # -- HTTP plumbing -------------------------------------------------------------------------------
 
+#: aiohttp's own answers under ``/api/app/``, as our codes (413: ``invalid_json_body``'s 2nd status).
+_HTTP_CODES: dict[int, codes.Code] = {404: codes.NOT_FOUND, 405: codes.METHOD_NOT_ALLOWED,
+                                      413: codes.INVALID_JSON_BODY}
+
+
 def _error(status: int, code: str, message: str) -> web.Response:
     return web.json_response(error_body(code, message), status=status, headers=NO_STORE)
 
@@ -201,7 +207,7 @@ async def _gate(request: web.Request, gates: tuple[AdminGate, ...]) -> Caller:
 def _signed_in(caller: Caller) -> tuple[AdminSession, Any]:
     """The session and account of a caller that passed a session gate."""
     if caller.session is None or caller.account is None:  # a route table without SESSION
-        raise refused("authentication_required")
+        raise refused(codes.AUTHENTICATION_REQUIRED)
     return caller.session, caller.account
 
 
@@ -231,7 +237,7 @@ async def admin_errors(
 async def _answer_json(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
-    status, code, message = 500, "internal_error", "internal error"
+    status, code, message = codes.INTERNAL_ERROR.status, codes.INTERNAL_ERROR.code, codes.INTERNAL_ERROR.message
     try:
         return await handler(request)
     except (AdminError, StoreError) as exc:
@@ -239,8 +245,8 @@ async def _answer_json(
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        codes = {404: "not_found", 405: "method_not_allowed", 413: "invalid_json_body"}
-        status, code, message = exc.status, codes.get(exc.status, "http_error"), exc.reason
+        row = _HTTP_CODES.get(exc.status, codes.BAD_REQUEST if exc.status < 500 else codes.INTERNAL_ERROR)
+        status, code, message = exc.status, row.code, exc.reason
     except Exception as exc:  # never a traceback on the wire; the type only in the log
         _log.error("admin %s %s failed: %s", request.method, request.path, type(exc).__name__)
     request[_CODE] = code
@@ -271,7 +277,7 @@ async def login(request: web.Request) -> web.Response:
     body = validate(caller.body, LOGIN_SCHEMA)
     account = await state.deps.store.check_password(body["username"], body["password"])
     if account is None or not account.active:
-        raise refused("invalid_credentials")
+        raise refused(codes.INVALID_CREDENTIALS)
     old = request.cookies.get(SESSION_COOKIE)
     if old:
         state.sessions.pop(old, None)
@@ -331,7 +337,7 @@ async def list_runners(request: web.Request) -> web.Response:
 
 async def runner_bundle(request: web.Request) -> web.Response:
     await _gate(request, READ_GATES)
-    raise refused("runner_bundle_missing")
+    raise refused(codes.RUNNER_BUNDLE_MISSING)
 
 
 _REGISTER_LOCK: web.AppKey[asyncio.Lock] = web.AppKey("admin_register_lock", asyncio.Lock)
@@ -347,13 +353,13 @@ async def register_runner(request: web.Request) -> web.Response:
     profiles: list[str] = body["allowedProfiles"]
     source = await store.get_source(source_id)
     if source is None:
-        raise refused("workspace_not_found", "source not found")
+        raise refused(codes.WORKSPACE_NOT_FOUND, "source not found")
     if state.restrict_profiles:  # ⚑ harness extra, off by default (upstream has no such check)
         allowed = set(account.allowed_profiles)
         if source.allowed_profiles is not None:
             allowed &= set(source.allowed_profiles)
         if any(p not in allowed for p in profiles):
-            raise refused("runner_profile_forbidden")
+            raise refused(codes.RUNNER_PROFILE_FORBIDDEN)
     async with request.app[_REGISTER_LOCK]:
         record, token = await store.create_runner(
             name=body["name"],
@@ -369,7 +375,7 @@ async def delete_runner(request: web.Request) -> web.Response:
     deps = request.app[ADMIN_STATE].deps
     runner_id = request.match_info["runner_id"]
     if not _UUID_RE.match(runner_id) or await deps.store.get_runner(runner_id) is None:
-        raise refused("workspace_not_found", "runner not found")
+        raise refused(codes.WORKSPACE_NOT_FOUND, "runner not found")
     await deps.disable_runner(runner_id)
     return _ok({"ok": True})
 

@@ -24,6 +24,7 @@ import hmac
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from . import codes
 from .gates import Gate, gate_row
 
 CSRF_MAX = 256
@@ -61,20 +62,20 @@ def _csrf_ok(ask: AdminAsk, view: AdminView) -> bool:
 
 
 ORIGIN: AdminGate = gate_row(
-    None, "origin", "invalid_origin",
+    None, "origin", codes.INVALID_ORIGIN,
     lambda a, v: not a.origin or a.origin not in a.own_origins)
-CSRF: AdminGate = gate_row(None, "csrf", "invalid_csrf", lambda a, v: not _csrf_ok(a, v))
+CSRF: AdminGate = gate_row(None, "csrf", codes.INVALID_CSRF, lambda a, v: not _csrf_ok(a, v))
 BODY_TYPE: AdminGate = gate_row(
-    None, "body type", "invalid_content_type", lambda a, v: a.body_fault == "type")
+    None, "body type", codes.INVALID_CONTENT_TYPE, lambda a, v: a.body_fault == "type")
 BODY_SIZE: AdminGate = Gate(
-    None, "body size", 413, "invalid_json_body", "body too large",
+    None, "body size", 413, codes.INVALID_JSON_BODY.code, "body too large",  # the row's 2nd status
     lambda a, v: a.body_fault == "size")
 BODY_JSON: AdminGate = gate_row(
-    None, "body json", "invalid_json_body", lambda a, v: a.body_fault == "json")
+    None, "body json", codes.INVALID_JSON_BODY, lambda a, v: a.body_fault == "json")
 SESSION: AdminGate = gate_row(
-    None, "session", "authentication_required", lambda a, v: not v.signed_in)
+    None, "session", codes.AUTHENTICATION_REQUIRED, lambda a, v: not v.signed_in)
 ADMIN: AdminGate = gate_row(
-    None, "admin", "admin_required", lambda a, v: not (v.signed_in and v.is_admin))
+    None, "admin", codes.ADMIN_REQUIRED, lambda a, v: not (v.signed_in and v.is_admin))
 
 BODY: tuple[AdminGate, ...] = (BODY_TYPE, BODY_SIZE, BODY_JSON)
 READ_GATES: tuple[AdminGate, ...] = (SESSION, ADMIN)

@@ -16,7 +16,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .codes import error_body, status_of
+from . import codes
+from .codes import Code
 from .tool_calls import js_length
 
 NAME_MAX = 100
@@ -38,13 +39,13 @@ class AdminError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def refused(code: str, message: str | None = None) -> AdminError:
-    """A refusal named by its row in ``codes.CODES`` (status and default message from there)."""
-    return AdminError(status_of(code), code, error_body(code, message)["error"])
+def refused(row: Code, message: str | None = None) -> AdminError:
+    """A refusal named by its row of ``codes`` (status and default message from there)."""
+    return AdminError(row.status, row.code, row.message if message is None else message)
 
 
 def _bad(message: str) -> AdminError:
-    return refused("invalid_workspace_request", message)
+    return refused(codes.INVALID_WORKSPACE_REQUEST, message)
 
 
 def _text(value: Any, *, lo: int, hi: int, what: str, trim: bool = True) -> str:
@@ -72,7 +73,7 @@ def validate_assigned_profiles(names: list[str]) -> list[str]:
     for item in names:
         name = item.strip(_JS_WHITESPACE)
         if not name or _PROFILE_BAD.search(name):
-            raise refused("invalid_assigned_profiles",
+            raise refused(codes.INVALID_ASSIGNED_PROFILES,
                            "profile names cannot be blank or contain '/', '\\' or control characters")
         if name not in out:
             out.append(name)

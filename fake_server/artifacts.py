@@ -71,7 +71,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .codes import CODES, error_body
+from . import codes
+from .codes import Code, error_body
 from .timings import Limits, Timings
 from .tool_calls import js_length
 
@@ -82,23 +83,21 @@ ZOD_UUID_RE = re.compile(
 )
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _PHASES = ("begin", "append", "finish")
-#: Refusal name → (HTTP status, code); the message is the code's row in ``CODES`` or below.
-ERRORS: dict[str, tuple[int, str]] = {
-    "shape": (400, "invalid_workspace_request"),
-    "forbidden": (403, "artifact_forbidden"),
-    "invalid_begin": (400, "artifact_invalid"),
-    "invalid_append": (400, "artifact_invalid"),
-    "conflict": (409, "idempotency_conflict"),
-    "limit": (429, "artifact_limit"),
-    "missing": (404, "artifact_missing"),
-    "invalid_chunk": (409, "artifact_invalid"),
-    "incomplete": (409, "artifact_incomplete"),
-    "digest": (409, "artifact_digest_mismatch"),
-}
-_MESSAGES: dict[str, str] = {
-    "invalid_begin": "artifact begin needs name, size and digest",
-    "invalid_append": "artifact append needs index and data, before finish",
-    "invalid_chunk": "artifact chunk out of order or over the declared size",
+#: Refusal name → (HTTP status, the code's row, message); ``None`` message: the row's.
+#: ``artifact_invalid`` is sent with its row's 400 and, for a chunk, with 409 (upstream's choice).
+ERRORS: dict[str, tuple[int, Code, str | None]] = {
+    "shape": (400, codes.INVALID_WORKSPACE_REQUEST, None),
+    "forbidden": (403, codes.ARTIFACT_FORBIDDEN, None),
+    "invalid_begin": (400, codes.ARTIFACT_INVALID, "artifact begin needs name, size and digest"),
+    "invalid_append": (400, codes.ARTIFACT_INVALID,
+                       "artifact append needs index and data, before finish"),
+    "conflict": (409, codes.IDEMPOTENCY_CONFLICT, None),
+    "limit": (429, codes.ARTIFACT_LIMIT, None),
+    "missing": (404, codes.ARTIFACT_MISSING, None),
+    "invalid_chunk": (409, codes.ARTIFACT_INVALID,
+                      "artifact chunk out of order or over the declared size"),
+    "incomplete": (409, codes.ARTIFACT_INCOMPLETE, None),
+    "digest": (409, codes.ARTIFACT_DIGEST_MISMATCH, None),
 }
 
 
@@ -178,8 +177,8 @@ class _Upload:
 
 
 def _error(name: str) -> Reply:
-    status, code = ERRORS[name]
-    return Reply(status, error_body(code, _MESSAGES.get(name, CODES[code].message)))
+    status, row, message = ERRORS[name]
+    return Reply(status, error_body(row, message))
 
 
 def _ok(upload: _Upload) -> Reply:

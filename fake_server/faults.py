@@ -15,13 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import codes
+
 
 @dataclass
 class Fault:
     kind: str  # "fail" | "drop" | "delay"
     remaining: int
-    status: int = 503
-    code: str = "service_unavailable"
+    status: int = codes.SERVICE_UNAVAILABLE.status
+    code: str = codes.SERVICE_UNAVAILABLE.code
     seconds: float = 0.0
     target: str | None = None
 
@@ -34,7 +36,8 @@ class Faults:
     duplicates_batch: int = 0
     duplicates_next_poll: int = 0
 
-    def fail_next(self, route: str, n: int = 1, status: int = 503, code: str = "service_unavailable",
+    def fail_next(self, route: str, n: int = 1, status: int = codes.SERVICE_UNAVAILABLE.status,
+                  code: str = codes.SERVICE_UNAVAILABLE.code,
                   *, target: str | None = None) -> None:
         self.armed.setdefault(route, []).append(Fault("fail", n, status=status, code=code, target=target))
 

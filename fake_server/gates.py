@@ -37,7 +37,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
-from .codes import CODES
+from . import codes
+from .codes import Code
 
 ROUTES = frozenset(
     {
@@ -71,9 +72,8 @@ class Refusal:
     message: str
 
 
-def _refusal(code: str) -> Refusal:
-    row = CODES[code]
-    return Refusal(row.status, row.code, row.message)
+def _refusal(row: Code, message: str | None = None) -> Refusal:
+    return Refusal(row.status, row.code, row.message if message is None else message)
 
 
 class Action(Enum):
@@ -180,11 +180,10 @@ class Gate(Generic[AskT, ViewT]):
 
 
 def gate_row(
-    number: int | None, name: str, code: str, refuses: Callable[[AskT, ViewT], bool],
+    number: int | None, name: str, row: Code, refuses: Callable[[AskT, ViewT], bool],
     action: Step[AskT, ViewT] | None = None, *, keeps_actions_on_refusal: bool = False,
 ) -> Gate[AskT, ViewT]:
-    """A refusing row whose status and message are the code's row in ``codes.CODES``."""
-    row = CODES[code]
+    """A refusing row whose status and message are the code's row of ``codes``."""
     return Gate(number, name, row.status, row.code, row.message, refuses, action,
                 keeps_actions_on_refusal)
 
@@ -229,28 +228,28 @@ def _same(view: RunnerView) -> RunnerView:
 
 
 GATES: tuple[MachineGate, ...] = (
-    _row(0, "0 host", "invalid_host",
+    _row(0, "0 host", codes.INVALID_HOST,
          lambda a, v: a.allowed_hosts is not None and (a.host or "").lower() not in a.allowed_hosts),
     # upstream's ctx.get('origin') is '' for an absent header, so an empty Origin counts as absent
-    _row(1, "1 unauthorized", "runner_unauthorized",
+    _row(1, "1 unauthorized", codes.RUNNER_UNAUTHORIZED,
          lambda a, v: bool(a.origin) or not v.exists or not v.enabled or not _bearer_ok(a, v)),
-    _row(None, "route", "not_found", lambda a, v: a.route not in ROUTES),
-    _row(2, "2 protocol", "runner_protocol_mismatch",
+    _row(None, "route", codes.NOT_FOUND, lambda a, v: a.route not in ROUTES),
+    _row(2, "2 protocol", codes.RUNNER_PROTOCOL_MISMATCH,
          lambda a, v: a.instance is None or not INSTANCE_RE.match(a.instance) or a.protocol != "1"),
     _act(3, "3 reset", Step(
         Action.RESET,
         lambda a, v: a.route == "poll" and a.reset and v.online_instance == a.instance,
         _offline)),
-    _row(4, "4 instance", "runner_instance_changed",
+    _row(4, "4 instance", codes.RUNNER_INSTANCE_CHANGED,
          lambda a, v: a.route != "poll" and (v.online_instance is None or v.online_instance != a.instance)),
-    _row(5, "5 retired", "runner_instance_retired", lambda a, v: a.instance in v.retired),
-    _row(6, "6 replace", "runner_instance_limit",
+    _row(5, "5 retired", codes.RUNNER_INSTANCE_RETIRED, lambda a, v: a.instance in v.retired),
+    _row(6, "6 replace", codes.RUNNER_INSTANCE_LIMIT,
          lambda a, v: _replaces(a, v) and len(v.retired) >= v.retired_limit,
          Step(Action.REPLACE, _replaces, _retire)),
-    _row(7, "7 epoch", "runner_epoch_changed",
+    _row(7, "7 epoch", codes.RUNNER_EPOCH_CHANGED,
          lambda a, v: a.route != "poll" and a.epoch != v.online_epoch),
     _act(8, "8 online", Step(Action.ENSURE_ONLINE, lambda a, v: True, _same)),
-    _row(9, "9 method", "method_not_allowed",
+    _row(9, "9 method", codes.METHOD_NOT_ALLOWED,
          lambda a, v: a.method != ("GET" if a.route == "poll" else "POST"),
          keeps_actions_on_refusal=True),
 )
@@ -285,14 +284,14 @@ def _no_constant(name: str) -> Any:
 def check_body(raw: bytes | None, limit: int) -> tuple[dict[str, Any] | None, Refusal | None]:
     """Gate 10: size, then JSON object. ``raw`` None means the body exceeded ``limit``."""
     if raw is None or len(raw) > limit:
-        return None, _refusal("runner_payload_limit")
+        return None, _refusal(codes.RUNNER_PAYLOAD_LIMIT)
     try:
         # As JSON.parse over a UTF-8 decoded Buffer: bad bytes become U+FFFD, NaN/Infinity refused.
         value = json.loads(raw.decode("utf-8", errors="replace"), parse_constant=_no_constant)
     except (ValueError, RecursionError):
-        return None, _refusal("invalid_json")
+        return None, _refusal(codes.INVALID_JSON)
     if not isinstance(value, dict):
-        return None, Refusal(400, "invalid_json", "body must be a JSON object")
+        return None, _refusal(codes.INVALID_JSON, "body must be a JSON object")
     return value, None
 
 

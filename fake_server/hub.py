@@ -22,9 +22,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from . import codes
 from .artifacts import ArtifactUploads, PublishedArtifact
 from .clock import Clock, TimerHandle
-from .codes import error_body
 from .faults import Faults
 from .gates import Action, Ask, RunnerView, parse_features
 from .handles import Channel, Command, CommandRefused, Lease, ToolHandler
@@ -32,8 +32,9 @@ from .hub_state import Online, Slot
 from .lifecycle import NOT_ADMITTED, OFFLINE, Event, Outcome, Step, outcome_from_result
 from .lifecycle_log import LifecycleLog
 from .queue import QueueMixin
+from .records import RunnerRecord
 from .relay import filter_profiles
-from .store import RunnerRecord, Store
+from .store import Store
 from .timings import Extras, Limits, Timings
 from .validity import (
     SCOPE_RULES,
@@ -274,7 +275,7 @@ class Hub(QueueMixin):
         if outcome.ok and cmd.check_result_validity:
             scope = await self.scope_facts(runner_id, cmd.account, cmd.auth_version, cmd.profile)
             if first_refusal(SCOPE_RULES, scope) is not None:
-                outcome = Outcome.failure(403, "runner_authorization_revoked", "authorization revoked")
+                outcome = Outcome.refusal(codes.RUNNER_AUTHORIZATION_REVOKED)
             elif cmd.payload.get("path") == "/api/profiles":
                 outcome = Outcome.success(filter_profiles(outcome.result, set(scope.effective or ())))
         self._end(s, cmd, Event.RESULT, outcome)
@@ -289,7 +290,7 @@ class Hub(QueueMixin):
         s = self.slot(runner_id)
         cap = self.limits.channels_per_runner
         if cap is not None and len(s.channels) >= cap:
-            raise CommandRefused(Outcome.failure(429, "runner_busy", "too many channels for this runner"),
+            raise CommandRefused(Outcome.refusal(codes.RUNNER_BUSY, "too many channels for this runner"),
                                  "channel cap (harness extra)")
         ch = Channel(runner_id, connection_id or str(uuid.uuid4()), account, auth_version, profile,
                      cleanup_only, self.channel_refusal)
@@ -327,7 +328,7 @@ class Hub(QueueMixin):
     async def event(self, runner_id: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         s = self.slot(runner_id)
         ch = self._channel(runner_id, body)
-        gone = (410, error_body("runner_connection_closed"))
+        gone = codes.refusal(codes.RUNNER_CONNECTION_CLOSED)
         if ch is None:
             return gone
         if not await self.channel_valid(ch):
@@ -362,7 +363,7 @@ class Hub(QueueMixin):
         s = self.slot(ch.runner_id)
         cap = self.limits.leases_per_runner
         if cap is not None and len(s.leases) >= cap:
-            raise CommandRefused(Outcome.failure(429, "runner_busy", "too many leases for this runner"),
+            raise CommandRefused(Outcome.refusal(codes.RUNNER_BUSY, "too many leases for this runner"),
                                  "lease cap (harness extra)")
         lease = Lease(ch.runner_id, ch, profile, session, tools, handlers, self.limits.tool_calls_per_lease)
         s.leases[lease.lease_id] = lease

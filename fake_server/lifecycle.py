@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from . import codes
+from .codes import Code
+
 
 class State(Enum):
     QUEUED = "queued"
@@ -117,10 +120,15 @@ class Outcome:
     def failure(cls, status: int, code: str, message: str) -> Outcome:
         return cls(False, None, status, code, message)
 
+    @classmethod
+    def refusal(cls, row: Code, message: str | None = None) -> Outcome:
+        """A failure named by its row of ``codes`` (status and default message from there)."""
+        return cls(False, None, row.status, row.code, row.message if message is None else message)
 
-OFFLINE = Outcome.failure(503, "runner_offline", "runner offline")
-UNCERTAIN = Outcome.failure(504, "runner_command_uncertain", "runner command outcome uncertain")
-NOT_ADMITTED = Outcome.failure(409, "runner_command_not_admitted", "channel closed")
+
+OFFLINE = Outcome.refusal(codes.RUNNER_OFFLINE)
+UNCERTAIN = Outcome.refusal(codes.RUNNER_COMMAND_UNCERTAIN)
+NOT_ADMITTED = Outcome.refusal(codes.RUNNER_COMMAND_NOT_ADMITTED)
 
 
 def _js_string(value: Any) -> str:
@@ -156,7 +164,8 @@ def outcome_from_result(body: dict[str, Any], max_text: int = 1000) -> Outcome:
         message = fields.get("message")
         code = fields.get("code")
         text = "runner error" if message is None else _js_string(message)
-        return Outcome.failure(502, "runner_error" if code is None else _js_string(code),
+        return Outcome.failure(codes.RUNNER_ERROR.status,
+                               codes.RUNNER_ERROR.code if code is None else _js_string(code),
                                js_slice(text, max_text))
     return Outcome.success(body.get("result"))
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from . import codes
 from .clock import Clock
 from .codes import NO_STORE, error_body
 from .faults import Faults
@@ -77,7 +78,7 @@ async def _read_limited(request: web.Request, limit: int) -> bytes | None:
     return None if over else bytes(buf)
 
 
-STOPPING: Answer = (503, error_body("service_stopping"))
+STOPPING: Answer = codes.refusal(codes.SERVICE_STOPPING)
 
 
 def make_handler(deps: MachineDeps) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -94,7 +95,7 @@ def make_handler(deps: MachineDeps) -> Callable[[web.Request], Awaitable[web.Str
             return await _handle(deps, request, ex, runner_id, route)
         except BaseException as exc:
             if ex.status is None and ex.fault is None:
-                ex.fault = "client_gone" if not isinstance(exc, Exception) else "internal_error"
+                ex.fault = "client_gone" if not isinstance(exc, Exception) else codes.INTERNAL_ERROR.code
             if not isinstance(exc, Exception):
                 deps.history.finish(ex)
                 raise
@@ -103,7 +104,7 @@ def make_handler(deps: MachineDeps) -> Callable[[web.Request], Awaitable[web.Str
                 return _answer(deps, ex, runner_id, *STOPPING)
             log.exception("machine API failure on %s", route)
             print(f"fake_server: internal error on route {route}: {type(exc).__name__}", file=sys.stderr)
-            return _answer(deps, ex, runner_id, 500, error_body("internal_error"))
+            return _answer(deps, ex, runner_id, *codes.refusal(codes.INTERNAL_ERROR))
 
     return handle
 
@@ -136,7 +137,7 @@ async def _apply_fault(deps: MachineDeps, request: web.Request, ex: Exchange, ru
         if request.transport is not None:
             request.transport.abort()
         # Never reaches the client (the socket is gone); still JSON and no-store.
-        return _json(503, error_body("service_unavailable", "connection dropped"))
+        return _json(*codes.refusal(codes.SERVICE_UNAVAILABLE, "connection dropped"))
     await deps.clock.sleep(fault.seconds)
     return None
 
@@ -163,7 +164,7 @@ async def _handle(
     if online is None or hub.closed:  # dropped while we awaited the store: a restart or a disconnect
         if hub.closed:
             return _answer(deps, ex, runner_id, *STOPPING)
-        return _answer(deps, ex, runner_id, 409, error_body("runner_instance_changed"))
+        return _answer(deps, ex, runner_id, *codes.refusal(codes.RUNNER_INSTANCE_CHANGED))
 
     if route == "poll":
         status, body = await hub.poll(runner_id, online, created, ex.seq)
@@ -183,7 +184,7 @@ async def _handle(
     if faulted is not None:
         return faulted
     handler = ROUTES.get(route)
-    status, body = await handler(deps, runner_id, parsed) if handler else (404, error_body("not_found"))
+    status, body = await handler(deps, runner_id, parsed) if handler else codes.refusal(codes.NOT_FOUND)
     return _answer(deps, ex, runner_id, status, body)
 
 
@@ -226,17 +227,18 @@ ROUTES: dict[str, Route] = {
     "control-check": _fixed(200, {"allowed": False}),
     "local-vm-check": _fixed(200, {"allowed": False}),
     "browser-check": _fixed(200, {"allowed": False}),
-    "desktop": _fixed(403, error_body("compose_desktop_forbidden")),
-    "execution-context": _fixed(403, error_body("execution_grant_revoked")),
+    "desktop": _fixed(*codes.refusal(codes.COMPOSE_DESKTOP_FORBIDDEN)),
+    "execution-context": _fixed(*codes.refusal(codes.EXECUTION_GRANT_REVOKED)),
     "network-settings": _fixed(200, {}),  # upstream: {} when no network settings exist
 }
 
 
 async def _not_found(request: web.Request) -> web.StreamResponse:
-    return _json(404, error_body("not_found"))
+    return _json(*codes.refusal(codes.NOT_FOUND))
 
 
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "runner_payload_limit"}
+_HTTP_CODES: dict[int, codes.Code] = {404: codes.NOT_FOUND, 405: codes.METHOD_NOT_ALLOWED,
+                                      413: codes.RUNNER_PAYLOAD_LIMIT}
 
 
 @web.middleware
@@ -251,7 +253,7 @@ async def _json_errors(
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return _json(exc.status, error_body(_HTTP_CODES.get(exc.status, "bad_request"), exc.reason))
+        return _json(exc.status, error_body(_HTTP_CODES.get(exc.status, codes.BAD_REQUEST), exc.reason))
 
 
 def setup_machine(app: web.Application, deps: MachineDeps) -> None:

@@ -28,13 +28,14 @@ from .clock import Clock, SystemClock
 from .faults import Faults
 from .handles import Channel, Lease
 from .history import History
-from .http_errors import JsonErrorAppRunner
+from .http_errors import JsonErrorListener
 from .hub import Hub
 from .hub_state import Slot, Waiter
 from .lifecycle_log import LifecycleLog
 from .machine_api import MachineDeps, setup_machine
+from .records import AccountRecord, RunnerRecord, SourceRecord
 from .registration import Registration
-from .store import AccountRecord, RunnerRecord, SourceRecord, Store
+from .store import Store
 from .timings import Extras, Limits, Timings
 from .verbs import CommandFailed, Verbs
 
@@ -118,6 +119,7 @@ class ControlPlane(Verbs):
         self._store: Store | None = None
         self._hub: Hub | None = None
         self._runner: web.AppRunner | None = None
+        self._listener: JsonErrorListener | None = None
         self.app: web.Application | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -170,22 +172,28 @@ class ControlPlane(Verbs):
         setup_admin(app, AdminDeps(store, self.clock, self.url, hub.is_online, self.disable_runner,
                                    self.timings, self.history, hub.features))
         self.app = app
-        runner = JsonErrorAppRunner(app, handler_cancellation=True, access_log=None)
+        runner = web.AppRunner(app, handler_cancellation=True)
         await runner.setup()
+        listener = JsonErrorListener(runner, sock, access_log=None)
         try:
-            await web.SockSite(runner, sock).start()
+            await listener.start()
         except BaseException:
             sock.close()
             await runner.cleanup()
             raise
-        self._runner = runner
+        self._runner, self._listener = runner, listener
 
     async def _close(self) -> None:
         if self._hub is not None:
             self._hub.close()
+        if self._listener is not None:
+            self._listener.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._listener is not None:
+            await self._listener.wait_closed()
+            self._listener = None
         if self._store is not None:
             await self._store.close()
             self._store = None

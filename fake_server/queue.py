@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .codes import error_body
+from . import codes
 from .handles import Channel, Command, CommandRefused, Lease
 from .hub_state import Online, Slot, Waiter
 from .lifecycle import UNCERTAIN, Event, Outcome
@@ -176,7 +176,7 @@ class QueueMixin:
             if s.waiter is waiter:
                 s.set_waiter(None)
         if s.online is not online:
-            return 409, error_body("runner_instance_changed")
+            return codes.refusal(codes.RUNNER_INSTANCE_CHANGED)
         if waiter.superseded:
             return 200, {"epoch": online.epoch, "commands": []}
         return 200, {"epoch": online.epoch, "commands": self.collect(s, exchange_seq)}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .store import RunnerRecord
+from .records import RunnerRecord
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,14 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from . import codes
 from .codes import error_body
 from .handles import Lease, ToolError
 from .tool_calls import Decision as ToolDecision
 from .tool_calls import parse_tool_body
 
 Answer = tuple[int, dict[str, Any]]
-EXPIRED: Answer = (410, error_body("runner_lease_expired"))
+EXPIRED: Answer = codes.refusal(codes.RUNNER_LEASE_EXPIRED)
 
 
 async def tool_route(
@@ -37,13 +38,13 @@ async def tool_route(
     whose channel is no longer valid)."""
     req = parse_tool_body(body)
     if isinstance(req, ToolDecision):
-        return req.status, req.body or error_body("invalid_workspace_request")
+        return req.status, req.body or error_body(codes.INVALID_WORKSPACE_REQUEST)
     lease = find_lease(req.lease_id)
     if lease is None or not lease.active or not await still_active(lease):
         return EXPIRED
     d = lease.calls.begin(req.call_id, req.tool_id, req.arguments)
     if d.action == "reject":
-        return d.status, d.body or error_body(d.code or "invalid_workspace_request", d.message or None)
+        return d.status, d.body or error_body(d.code or codes.INVALID_WORKSPACE_REQUEST, d.message or None)
     assert d.record is not None
     if d.action == "join":
         fut = d.record.attachment
@@ -68,7 +69,7 @@ async def tool_route(
 async def run_tool(lease: Lease, tool_id: str, arguments: dict[str, Any]) -> Answer:
     handler = lease.handlers.get(tool_id) or lease.handlers.get("*")
     if handler is None:
-        return 404, error_body("team_tool_not_found")
+        return codes.refusal(codes.TEAM_TOOL_NOT_FOUND)
     try:
         value = handler(tool_id, arguments)
         if isinstance(value, Awaitable):
@@ -76,7 +77,7 @@ async def run_tool(lease: Lease, tool_id: str, arguments: dict[str, Any]) -> Ans
     except ToolError as e:
         return e.status, error_body(e.code, e.message)
     except Exception:  # a harness handler bug: answer, never crash
-        return 502, error_body("team_tool_failed")
+        return codes.refusal(codes.TEAM_TOOL_FAILED)
     return 200, {"result": value}
 
 

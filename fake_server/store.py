@@ -2,7 +2,8 @@
 
 Rules:
 - Runner tokens are never stored; only ``sha256(token)`` as lowercase hex.
-- Account passwords are stored as scrypt hashes with a per-account salt.
+- Account passwords are stored as scrypt hashes with a per-account salt (the records, their row
+  mapping and the hashing are ``fake_server/records.py``).
 - One *enabled* runner per source owner (``_system`` for ``local``, else the creating admin):
   the check and the insert run in one ``BEGIN IMMEDIATE`` transaction, so two admins racing
   cannot both win.
@@ -17,24 +18,37 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
-import json
-import os
 import secrets
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
-LOCAL_SOURCE_ID = "local"
-LOCAL_SOURCE_NAME = "Local"
-SYSTEM_OWNER = "_system"
+from . import codes
+from .records import (
+    LOCAL_SOURCE_ID,
+    LOCAL_SOURCE_NAME,
+    SYSTEM_OWNER,
+    AccountRecord,
+    RunnerRecord,
+    SourceRecord,
+    StoreError,
+    account_of,
+    b64url_token_ok,
+    dump_list,
+    hash_password,
+    runner_of,
+    source_of,
+    token_hash,
+    verify_password,
+)
+
+__all__ = ["LOCAL_SOURCE_ID", "LOCAL_SOURCE_NAME", "SYSTEM_OWNER", "AccountRecord", "RunnerRecord",
+           "SourceRecord", "Store", "StoreError", "b64url_token_ok", "token_hash"]
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runners (
@@ -68,132 +82,6 @@ CREATE TABLE IF NOT EXISTS sources (
 
 _R = TypeVar("_R")
 
-_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
-
-
-class StoreError(Exception):
-    """A refusal with the HTTP status and protocol code the caller should answer."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-
-
-@dataclass(frozen=True)
-class RunnerRecord:
-    id: str
-    name: str
-    source_node_id: str
-    allowed_profiles: tuple[str, ...]
-    enabled: bool
-    created_at: int
-    features: tuple[str, ...]
-    token_hash: str
-    source_owner: str
-
-    def summary(self, *, online: bool, features: Sequence[str] | None = None) -> dict[str, Any]:
-        """The admin summary; never carries ``tokenHash`` or ``sourceOwner``.
-
-        ``features`` is the live online state's list (upstream ``online?.features ?? []``); when
-        not given, the list last stored for the current online state, and ``[]`` offline."""
-        live = list(features) if features is not None else (list(self.features) if online else [])
-        return {
-            "id": self.id,
-            "name": self.name,
-            "sourceNodeId": self.source_node_id,
-            "allowedProfiles": list(self.allowed_profiles),
-            "enabled": self.enabled,
-            "createdAt": self.created_at,
-            "features": live,
-            "online": online,
-        }
-
-    def __repr__(self) -> str:  # keep the hash out of logs
-        return f"RunnerRecord(id={self.id!r}, name={self.name!r}, enabled={self.enabled})"
-
-
-@dataclass(frozen=True)
-class AccountRecord:
-    name: str
-    allowed_profiles: tuple[str, ...]
-    is_admin: bool
-    authorization_version: int
-    active: bool
-
-
-@dataclass(frozen=True)
-class SourceRecord:
-    id: str
-    name: str
-    paired: bool
-    allowed_profiles: tuple[str, ...] | None  # None = any profile
-
-
-def token_hash(token: str) -> str:
-    """sha256 hex of a runner token."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def _hash_password(password: str) -> str:
-    salt = os.urandom(16)
-    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, **_SCRYPT)
-    return f"scrypt${salt.hex()}${digest.hex()}"
-
-
-def _verify_password(password: str, stored: str | None) -> bool:
-    # Always do the work, so timing does not tell a missing account from a wrong password.
-    salt_hex, digest_hex = "00" * 16, "00" * 64
-    if stored and stored.startswith("scrypt$") and stored.count("$") == 2:
-        _, salt_hex, digest_hex = stored.split("$")
-    try:
-        salt, expected = bytes.fromhex(salt_hex), bytes.fromhex(digest_hex)
-    except ValueError:
-        return False
-    got = hashlib.scrypt(password.encode("utf-8"), salt=salt, **_SCRYPT)
-    return hmac.compare_digest(got, expected) and stored is not None
-
-
-def _dump(items: Sequence[str] | None) -> str | None:
-    return None if items is None else json.dumps(list(items))
-
-
-def _load(text: str | None) -> tuple[str, ...] | None:
-    return None if text is None else tuple(json.loads(text))
-
-
-def _runner(row: aiosqlite.Row) -> RunnerRecord:
-    return RunnerRecord(
-        id=row["id"],
-        name=row["name"],
-        source_node_id=row["source_node_id"],
-        allowed_profiles=tuple(json.loads(row["allowed_profiles"])),
-        enabled=bool(row["enabled"]),
-        created_at=int(row["created_at"]),
-        features=tuple(json.loads(row["features"])),
-        token_hash=row["token_hash"],
-        source_owner=row["source_owner"],
-    )
-
-
-def _account(row: aiosqlite.Row) -> AccountRecord:
-    return AccountRecord(
-        name=row["name"],
-        allowed_profiles=tuple(json.loads(row["allowed_profiles"])),
-        is_admin=bool(row["is_admin"]),
-        authorization_version=int(row["authorization_version"]),
-        active=bool(row["active"]),
-    )
-
-
-def _source(row: aiosqlite.Row) -> SourceRecord:
-    return SourceRecord(
-        id=row["id"],
-        name=row["name"],
-        paired=bool(row["paired"]),
-        allowed_profiles=_load(row["allowed_profiles"]),
-    )
 
 
 class Store:
@@ -284,15 +172,15 @@ class Store:
                 )
                 src = await cur.fetchone()
                 if src is None:
-                    raise StoreError(404, "workspace_not_found", "source not found")
+                    raise StoreError(codes.WORKSPACE_NOT_FOUND, "source not found")
                 if src["paired"]:
-                    raise StoreError(409, "runner_source_invalid", "source cannot host a runner")
+                    raise StoreError(codes.RUNNER_SOURCE_INVALID)
                 cur = await self._db.execute(
                     "SELECT 1 FROM runners WHERE source_node_id = ? AND source_owner = ? AND enabled = 1",
                     (source_node_id, source_owner),
                 )
                 if await cur.fetchone() is not None:
-                    raise StoreError(409, "runner_source_in_use", "source already has a runner")
+                    raise StoreError(codes.RUNNER_SOURCE_IN_USE)
                 await self._db.execute(
                     "INSERT INTO runners (id, name, source_node_id, allowed_profiles, enabled,"
                     " created_at, features, token_hash, source_owner)"
@@ -301,7 +189,7 @@ class Store:
                         record.id,
                         record.name,
                         record.source_node_id,
-                        _dump(record.allowed_profiles),
+                        dump_list(record.allowed_profiles),
                         record.created_at,
                         "[]",
                         record.token_hash,
@@ -317,11 +205,11 @@ class Store:
         return record, token
 
     async def get_runner(self, runner_id: str) -> RunnerRecord | None:
-        return await self._cached(self._runners, runner_id, "SELECT * FROM runners WHERE id = ?", _runner)
+        return await self._cached(self._runners, runner_id, "SELECT * FROM runners WHERE id = ?", runner_of)
 
     async def list_runners(self) -> list[RunnerRecord]:
         cur = await self._db.execute("SELECT * FROM runners ORDER BY seq")
-        return [_runner(r) for r in await cur.fetchall()]
+        return [runner_of(r) for r in await cur.fetchall()]
 
     async def disable_runner(self, runner_id: str) -> bool:
         changed = await self._write(
@@ -332,13 +220,13 @@ class Store:
     async def set_runner_profiles(self, runner_id: str, profiles: Sequence[str]) -> None:
         await self._write(
             self._runners, runner_id,
-            "UPDATE runners SET allowed_profiles = ? WHERE id = ?", (_dump(profiles), runner_id),
+            "UPDATE runners SET allowed_profiles = ? WHERE id = ?", (dump_list(profiles), runner_id),
         )
 
     async def set_runner_features(self, runner_id: str, features: Sequence[str]) -> None:
         await self._write(
             self._runners, runner_id,
-            "UPDATE runners SET features = ? WHERE id = ?", (_dump(features), runner_id),
+            "UPDATE runners SET features = ? WHERE id = ?", (dump_list(features), runner_id),
         )
 
     # -- accounts --------------------------------------------------------------------------
@@ -352,7 +240,7 @@ class Store:
         password: str | None = None,
     ) -> AccountRecord:
         """Create or replace an account (authorization version starts at 1, or is bumped)."""
-        pw = None if password is None else await asyncio.to_thread(_hash_password, password)
+        pw = None if password is None else await asyncio.to_thread(hash_password, password)
         async with self._lock:
             cur = await self._db.execute(
                 "SELECT authorization_version FROM accounts WHERE name = ?", (name,)
@@ -363,19 +251,19 @@ class Store:
                 await self._db.execute(
                     "INSERT OR REPLACE INTO accounts (name, allowed_profiles, is_admin,"
                     " authorization_version, active, password_hash) VALUES (?, ?, ?, ?, 1, ?)",
-                    (name, _dump(allowed_profiles), int(is_admin), version, pw),
+                    (name, dump_list(allowed_profiles), int(is_admin), version, pw),
                 )
             finally:
                 self._forget(self._accounts, name)
         return AccountRecord(name, tuple(allowed_profiles), is_admin, version, True)
 
     async def get_account(self, name: str) -> AccountRecord | None:
-        return await self._cached(self._accounts, name, "SELECT * FROM accounts WHERE name = ?", _account)
+        return await self._cached(self._accounts, name, "SELECT * FROM accounts WHERE name = ?", account_of)
 
     async def set_account_profiles(self, name: str, profiles: Sequence[str]) -> None:
         await self._write(
             self._accounts, name,
-            "UPDATE accounts SET allowed_profiles = ? WHERE name = ?", (_dump(profiles), name),
+            "UPDATE accounts SET allowed_profiles = ? WHERE name = ?", (dump_list(profiles), name),
         )
 
     async def bump_authorization(self, name: str) -> int:
@@ -404,19 +292,19 @@ class Store:
         cur = await self._db.execute("SELECT * FROM accounts WHERE name = ?", (name,))
         row = await cur.fetchone()
         stored = None if row is None else row["password_hash"]
-        ok = await asyncio.to_thread(_verify_password, password, stored)
+        ok = await asyncio.to_thread(verify_password, password, stored)
         if not ok or row is None:
             return None
-        return _account(row)
+        return account_of(row)
 
     # -- sources ---------------------------------------------------------------------------
 
     async def list_sources(self) -> list[SourceRecord]:
         cur = await self._db.execute("SELECT * FROM sources ORDER BY seq")
-        return [_source(r) for r in await cur.fetchall()]
+        return [source_of(r) for r in await cur.fetchall()]
 
     async def get_source(self, source_id: str) -> SourceRecord | None:
-        return await self._cached(self._sources, source_id, "SELECT * FROM sources WHERE id = ?", _source)
+        return await self._cached(self._sources, source_id, "SELECT * FROM sources WHERE id = ?", source_of)
 
     async def add_source(
         self,
@@ -429,16 +317,8 @@ class Store:
         await self._write(
             self._sources, source_id,
             "INSERT OR REPLACE INTO sources (id, name, paired, allowed_profiles) VALUES (?, ?, ?, ?)",
-            (source_id, name, int(paired), _dump(allowed_profiles)),
+            (source_id, name, int(paired), dump_list(allowed_profiles)),
         )
         return SourceRecord(
             source_id, name, paired, None if allowed_profiles is None else tuple(allowed_profiles)
         )
-
-
-def b64url_token_ok(token: str) -> bool:
-    """True if ``token`` looks like a 43-char base64url token (used by tests)."""
-    try:
-        return len(base64.urlsafe_b64decode(token + "=")) == 32
-    except (ValueError, TypeError):
-        return False

@@ -45,13 +45,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
+from . import codes
+from .codes import Code, error_body
 from .gates import UUID_RE
 
-#: Refusals of this module: name → (HTTP status, code, message).
-ERRORS: dict[str, tuple[int, str, str]] = {
-    "shape": (400, "invalid_workspace_request", "invalid request"),
-    "conflict": (409, "idempotency_conflict", "tool call id reused with different input"),
-    "limit": (429, "runner_call_limit", "too many tool calls for this lease"),
+#: Refusals of this module: name → (the code's row, message); the status is the row's.
+ERRORS: dict[str, tuple[Code, str]] = {
+    "shape": (codes.INVALID_WORKSPACE_REQUEST, "invalid request"),
+    "conflict": (codes.IDEMPOTENCY_CONFLICT, "tool call id reused with different input"),
+    "limit": (codes.RUNNER_CALL_LIMIT, "too many tool calls for this lease"),
 }
 CALL_LIMIT = 128
 
@@ -278,8 +280,8 @@ class Decision:
 
     @classmethod
     def reject(cls, name: str) -> Decision:
-        status, code, message = ERRORS[name]
-        return cls("reject", status, code, message)
+        row, message = ERRORS[name]
+        return cls("reject", row.status, row.code, message)
 
     @property
     def done(self) -> bool:
@@ -290,7 +292,7 @@ class Decision:
         """The error body of a reject, else ``None``."""
         if self.action != "reject":
             return None
-        return {"error": self.message or "", "code": self.code or ""}
+        return error_body(self.code or "", self.message or "")
 
 
 class LeaseCalls:

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qs
 
+from . import codes
+from .codes import Code
+
 STOP_METHODS = frozenset({"session.interrupt", "session.close", "session.active_list"})
 CHANNEL_KINDS = frozenset({"gateway.open", "gateway.rpc"})
 LEASE_KINDS = frozenset({"lease.create", "lease.bind"})
@@ -203,20 +206,28 @@ class EnqueueRule:
     refuses: Callable[[EnqueueFacts], bool]
 
 
+def _enqueue_rule(reason: str, row: Code, message: str, refuses: Callable[[EnqueueFacts], bool],
+                  *, status: int | None = None) -> EnqueueRule:
+    """A refusing row whose code (and status, unless it is the code's second one) is its row of
+    ``codes``."""
+    return EnqueueRule(reason, row.status if status is None else status, row.code, message, refuses)
+
+
 ENQUEUE_RULES: tuple[EnqueueRule, ...] = (
-    EnqueueRule("account not authorized", 403, "runner_authorization_revoked", "account not authorized",
-                lambda f: f.account is not None and not f.account_ok),
-    EnqueueRule("profile not allowed", 403, "runner_profile_forbidden", "profile not allowed",
-                lambda f: f.profile is not None and (f.effective is None or f.profile not in f.effective)),
-    EnqueueRule("runner offline", 503, "runner_offline", "runner offline", lambda f: not f.online),
-    EnqueueRule("channel not valid", 403, "runner_command_not_admitted", "channel not valid",
-                lambda f: f.channel_refusal is not None),
-    EnqueueRule("too many pending commands", 429, "runner_busy", "runner busy",
-                lambda f: f.pending >= f.pending_limit),
-    EnqueueRule("command too large", 413, "runner_payload_limit", "command too large",
-                lambda f: f.size > f.single_limit),
-    EnqueueRule("queue bytes full", 429, "runner_busy", "runner busy",
-                lambda f: f.queued_bytes + f.size > f.queued_limit),
+    _enqueue_rule("account not authorized", codes.RUNNER_AUTHORIZATION_REVOKED, "account not authorized",
+                  lambda f: f.account is not None and not f.account_ok),
+    _enqueue_rule("profile not allowed", codes.RUNNER_PROFILE_FORBIDDEN, "profile not allowed",
+                  lambda f: f.profile is not None and (f.effective is None or f.profile not in f.effective)),
+    _enqueue_rule("runner offline", codes.RUNNER_OFFLINE, "runner offline", lambda f: not f.online),
+    # runner_command_not_admitted's second status: 403 at enqueue, 409 for a closed channel's command
+    _enqueue_rule("channel not valid", codes.RUNNER_COMMAND_NOT_ADMITTED, "channel not valid",
+                  lambda f: f.channel_refusal is not None, status=403),
+    _enqueue_rule("too many pending commands", codes.RUNNER_BUSY, "runner busy",
+                  lambda f: f.pending >= f.pending_limit),
+    _enqueue_rule("command too large", codes.RUNNER_PAYLOAD_LIMIT, "command too large",
+                  lambda f: f.size > f.single_limit),
+    _enqueue_rule("queue bytes full", codes.RUNNER_BUSY, "runner busy",
+                  lambda f: f.queued_bytes + f.size > f.queued_limit),
 )
 
 

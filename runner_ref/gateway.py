@@ -11,12 +11,9 @@ Rules:
   A JSON-RPC error from Hermes becomes ``hermes_rpc_error`` with Hermes' message (≤1000 chars).
   A channel closed during create/resume → 409 ``runner_command_uncertain``.
 - A session is the channel's from the moment the reader reads its create/resume reply (in wire
-  order, before the next frame), so an event right behind the reply is forwarded.
-- Events: only frames of sessions this channel owns are forwarded, in order, as the ``params``
-  of the Hermes ``event`` notification; ``message.complete`` clears the running state;
-  ``session.info`` updates stored ids (and tells the leases). A 410 on ``event`` closes just this
-  channel; any other posting failure disconnects the runner. When Hermes closes the socket the
-  runner posts ``{connectionId, closed: true}``.
+  order, before the next frame), so an event right behind the reply is forwarded; the channel
+  itself (socket, ordered events, close) is :mod:`runner_ref.gateway_channel`.
+- ``session.info`` updates stored ids and tells the leases.
 - ``gateway.close``: tombstone for 60 s, dispose the channel's leases, interrupt running sessions
   (waiting at most 3 s), close the socket, ``{ok: true}``. Unknown ids close fine (idempotent).
 The connection-id format, the 64-channel limit, the 60 s tombstones and the session ownership
@@ -26,24 +23,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import json
 import re
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
-
-import aiohttp
 
 from . import codes, timings
 from .allowlists import PROFILE_METHODS, check_rpc_method, require_profile
-from .errors import CommandError, ServerError
+from .errors import CommandError
+from .gateway_channel import Channel, OwnedSession, PostEvent, plain_error
 from .hermes import HermesClient
 
 CONNECTION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 ACTIVE_LIST_KEYS = frozenset({"profile", "current_session_id"})
-COMPLETION_EVENTS = frozenset({"message.complete"})
 
 
 class LeaseHooks(Protocol):
@@ -51,179 +43,8 @@ class LeaseHooks(Protocol):
     def on_session_info(self, runtime_id: str, stored_id: str) -> None: ...
 
 
-PostEvent = Callable[[dict[str, Any]], Awaitable[Any]]
-
-
-def _plain(message: str) -> CommandError:
-    return CommandError.of(codes.RUNNER_ERROR, message)
-
-
 def _session_forbidden() -> CommandError:
     return CommandError.of(codes.SESSION_FORBIDDEN)
-
-
-
-
-@dataclass
-class OwnedSession:
-    profile: str
-    stored_id: str | None
-    running: bool = False
-
-
-class Channel:
-    """One gateway: a Hermes WebSocket, its owned sessions, its ordered event poster."""
-
-    def __init__(self, connection_id: str, cleanup_only: bool, registry: Gateways) -> None:
-        self.id = connection_id
-        self.cleanup_only = cleanup_only
-        self.sessions: dict[str, OwnedSession] = {}
-        self.closed = False
-        self._registry = registry
-        self._ws: aiohttp.ClientWebSocketResponse | None = None
-        self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._on_result: dict[int, Callable[[Any], None]] = {}
-        self._events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._closing: asyncio.Future[None] | None = None
-
-    async def connect(self, hermes: HermesClient) -> None:
-        ws = await hermes.ws_connect()
-        if self.closed:  # a close overtook the handshake: never revive
-            await ws.close()
-            raise _plain("gateway closed before it opened")
-        self._ws = ws
-        self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._post())]
-
-    async def call(self, method: str, params: dict[str, Any],
-                   on_result: Callable[[Any], None] | None = None) -> Any:
-        """Send one request and await its reply. ``on_result`` runs in the reader, in wire
-        order, before any later frame is read (session ownership must be in place before the
-        event that may follow the reply on the wire)."""
-        if self.closed or self._ws is None:
-            raise CommandError.of(codes.CONNECTION_CLOSED)
-        rid = next(self._ids)
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = fut
-        if on_result is not None:
-            self._on_result[rid] = on_result
-        try:
-            await self._ws.send_str(json.dumps(
-                {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
-            return await fut
-        except (aiohttp.ClientError, ConnectionError, RuntimeError):
-            raise CommandError.of(codes.CONNECTION_CLOSED) from None
-        finally:
-            self._pending.pop(rid, None)
-            self._on_result.pop(rid, None)
-
-    async def _read(self) -> None:
-        assert self._ws is not None
-        try:
-            async for msg in self._ws:
-                if msg.type != aiohttp.WSMsgType.TEXT:
-                    continue
-                try:
-                    frame = json.loads(msg.data)
-                except (ValueError, RecursionError):
-                    continue
-                if isinstance(frame, dict):
-                    self._on_frame(frame)
-        except Exception:  # noqa: BLE001 - a broken socket is a closed channel
-            pass
-        if not self.closed:
-            self._fail_pending()
-            self._events.put_nowait({"connectionId": self.id, "closed": True})
-            self._events.put_nowait(None)
-            self._registry.forget(self.id)
-
-    def _on_frame(self, frame: dict[str, Any]) -> None:
-        rid = frame.get("id")
-        if isinstance(rid, int) and rid in self._pending and ("result" in frame or "error" in frame):
-            fut = self._pending[rid]
-            if fut.done():
-                return
-            if "error" in frame:
-                err = frame["error"] if isinstance(frame["error"], dict) else {}
-                text = err.get("message")
-                msg = text if isinstance(text, str) else "Hermes error"
-                fut.set_exception(CommandError.of(codes.HERMES_RPC_ERROR,
-                                                   msg[: timings.ERROR_TEXT_CAP]))
-            else:
-                result = frame.get("result")
-                hook = self._on_result.pop(rid, None)
-                if hook is not None and not self.closed:
-                    hook(result)   # e.g. the session is this channel's before the next frame
-                fut.set_result(result)
-            return
-        if frame.get("method") != "event" or not isinstance(frame.get("params"), dict):
-            return
-        params = frame["params"]
-        sid = params.get("session_id")
-        owned = self.sessions.get(sid) if isinstance(sid, str) else None
-        if owned is None or not isinstance(params.get("type"), str):
-            return  # only owned sessions' frames leave this machine
-        if params["type"] in COMPLETION_EVENTS:
-            owned.running = False
-        elif params["type"] == "session.info":
-            payload = params.get("payload") if isinstance(params.get("payload"), dict) else {}
-            stored = payload.get("stored_session_id")
-            if isinstance(stored, str) and stored:
-                owned.stored_id = stored
-                self._registry.session_info(sid, stored)
-        self._events.put_nowait({"connectionId": self.id, "frame": params})
-
-    async def _post(self) -> None:
-        while True:
-            body = await self._events.get()
-            if body is None:
-                return
-            try:
-                await self._registry.post_event(body)
-            except ServerError as exc:
-                if body.get("closed"):
-                    return
-                if exc.status == 410:
-                    self._registry.close_later(self.id)
-                else:
-                    self._registry.on_fatal()
-                return
-
-    def _fail_pending(self) -> None:
-        for fut in self._pending.values():
-            if not fut.done():
-                fut.set_exception(CommandError.of(codes.CONNECTION_CLOSED))
-
-    async def close(self) -> None:
-        """Interrupt running sessions (≤ INTERRUPT_WAIT), then close the socket. A second
-        close (a gateway.close overtaking a 410, say) waits for the first one to finish."""
-        if self._closing is None:
-            if self.closed:
-                return
-            self._closing = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._closing)
-
-    async def _close(self) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timings.INTERRUPT_WAIT   # one budget for interrupts + close
-        running = [sid for sid, s in self.sessions.items() if s.running]
-        if running and self._ws is not None and not self._ws.closed:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.gather(
-                    *(self.call("session.interrupt", {"session_id": sid}) for sid in running),
-                    return_exceptions=True), timings.INTERRUPT_WAIT)
-        self.closed = True
-        self._fail_pending()
-        self._events.put_nowait(None)
-        ws = self._ws
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(),
-                                       max(timings.CLOSE_GRACE, deadline - loop.time()))
-        for t in self._tasks:
-            if t is not asyncio.current_task():
-                t.cancel()
 
 
 class Gateways:
@@ -286,13 +107,13 @@ class Gateways:
         if payload.get("computer") is not None:
             raise CommandError.of(codes.COMPUTER_UNAVAILABLE)
         if not isinstance(cid, str) or not CONNECTION_ID_RE.match(cid):
-            raise _plain("malformed connection id")
+            raise plain_error("malformed connection id")
         if self.is_tombstoned(cid):
-            raise _plain("connection id was closed")
+            raise plain_error("connection id was closed")
         if cid in self.channels:
-            raise _plain("connection id already open")
+            raise plain_error("connection id already open")
         if len(self.channels) >= timings.MAX_CHANNELS:
-            raise _plain("too many channels")
+            raise plain_error("too many channels")
         ch = Channel(cid, payload.get("cleanupOnly") is True, self)
         self.channels[cid] = ch
         try:
@@ -331,7 +152,7 @@ class Gateways:
     async def close(self, payload: dict[str, Any]) -> dict[str, Any]:
         cid = payload.get("connectionId")
         if not isinstance(cid, str) or not CONNECTION_ID_RE.match(cid):
-            raise _plain("malformed connection id")
+            raise plain_error("malformed connection id")
         await self.close_channel(cid)
         return {"ok": True}
 
@@ -354,7 +175,7 @@ class Gateways:
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            raise _plain("params must be an object")
+            raise plain_error("params must be an object")
         if method == "session.active_list":
             return await self._active_list(ch, params)
         if method in PROFILE_METHODS:

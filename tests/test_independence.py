@@ -1,8 +1,8 @@
 """Independence of the oracle, made checkable (issue 8 item 6; design §"independence").
 
-Rules, checked over the source with the AST (every ``import``/``from`` anywhere in a file:
-module level, inside functions, under ``if TYPE_CHECKING:``; plus ``importlib.import_module``
-and ``__import__`` with a constant name):
+Rules, checked over the import graph that ``tests/import_graph.py`` reads (every
+``import``/``from`` anywhere in a file: module level, inside functions, under
+``if TYPE_CHECKING:``; plus ``importlib.import_module`` and ``__import__`` with a constant name):
 
 1. ``fake_server`` imports nothing of ``runner_ref``, and ``runner_ref`` nothing of
    ``fake_server``, ``fixtures`` or ``conformance``: the two ends of the wire share no code.
@@ -13,9 +13,8 @@ and ``__import__`` with a constant name):
    is where rules written twice on purpose are compared.
 5. The sans-IO modules (``SANS_IO``; ``pkg.*`` is a package and all its modules) import no I/O module (``IO_MODULES``) — ``os``/``time``
    only where ``EXCEPTIONS`` documents why — and every product module they import is sans-IO too.
-6. No import circle inside any product package, ``TYPE_CHECKING`` and lazy imports included.
-   An edge goes to the most specific module named (``from a import b`` → ``a.b`` when that is a
-   module, else ``a``), so ``from . import codes`` is an edge to ``codes``, not to ``__init__``.
+6. No import circle inside any product package, ``TYPE_CHECKING`` and lazy imports included
+   (an edge goes to the most specific module named: see ``tests/import_graph.py``).
 
 Each rule is a function over a ``Tree`` (module name → the modules it imports), so the tests at
 the bottom feed the same functions a synthetic tree that breaks each rule once.
@@ -23,14 +22,12 @@ the bottom feed the same functions a synthetic tree that breaks each rule once.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from .import_graph import Tree, covers, import_cycle, package_tree, synthetic, top
+
 PRODUCT = ("fake_server", "runner_ref", "fixtures", "conformance")
 TEST_DIRS = ("tests", "e2e")
 #: where tests may import both ends: the differential tests, and the code-table check
@@ -71,99 +68,21 @@ EXCEPTIONS: dict[str, tuple[frozenset[str], str]] = {
                          "containment needs os.path.realpath/isfile (symlinks are followed once)"),
 }
 
-Tree = Mapping[str, frozenset[str]]
-
-
-# --- reading the tree -----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Source:
-    module: str          # dotted name, e.g. "fake_server.hub"
-    is_package: bool     # an __init__.py
-    text: str
-
-
-def module_name(path: Path, root: Path) -> tuple[str, bool]:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    is_package = parts[-1] == "__init__"
-    if is_package:
-        parts.pop()
-    return ".".join(parts), is_package
-
-
-def sources(top: str, root: Path = ROOT) -> list[Source]:
-    out = []
-    for path in sorted((root / top).rglob("*.py")):
-        name, pkg = module_name(path, root)
-        out.append(Source(name, pkg, path.read_text(encoding="utf-8")))
-    return out
-
-
-def _resolve(src: Source, level: int, module: str | None) -> str:
-    if level == 0:
-        return module or ""
-    base = src.module.split(".") if src.is_package else src.module.split(".")[:-1]
-    base = base[: len(base) - (level - 1)] if level > 1 else base
-    return ".".join(base + ([module] if module else []))
-
-
-def imports_of(src: Source, known: Iterable[str] = ()) -> frozenset[str]:
-    """Every module ``src`` imports, absolute; ``known`` (all module names) sharpens
-    ``from a import b`` into ``a.b`` when ``a.b`` is a module."""
-    modules = set(known)
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(src.text)):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = _resolve(src, node.level, node.module)
-            subs = [f"{base}.{a.name}" if base else a.name for a in node.names]
-            hits = [s for s in subs if s in modules]
-            found.update(hits)
-            if len(hits) < len(subs) and base:
-                found.add(base)
-        elif (isinstance(node, ast.Call) and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
-              and _dynamic_import(node.func)):
-            found.add(node.args[0].value)
-    return frozenset(found)
-
-
-def _dynamic_import(func: ast.expr) -> bool:
-    if isinstance(func, ast.Name):
-        return func.id in {"__import__", "import_module"}
-    return isinstance(func, ast.Attribute) and func.attr == "import_module"
-
-
-def tree_of(srcs: Iterable[Source]) -> dict[str, frozenset[str]]:
-    srcs = list(srcs)
-    known = {s.module for s in srcs}
-    return {s.module: imports_of(s, known) for s in srcs}
-
-
-def _top(name: str) -> str:
-    return name.split(".")[0]
-
-
-def _covers(banned: str, imported: str) -> bool:
-    return imported == banned or imported.startswith(banned + ".")
-
-
 # --- the rules --------------------------------------------------------------------------------
 
 def forbidden_imports(tree: Tree, rules: Mapping[str, frozenset[str]] = FORBIDDEN) -> list[str]:
     bad = []
     for mod, deps in sorted(tree.items()):
-        banned = rules.get(_top(mod), frozenset())
-        bad += [f"{mod} imports {d}" for d in sorted(deps) if _top(d) in banned]
+        banned = rules.get(top(mod), frozenset())
+        bad += [f"{mod} imports {d}" for d in sorted(deps) if top(d) in banned]
     return bad
 
 
 def both_ends_importers(tree: Tree, cross: tuple[str, ...] = CROSS) -> list[str]:
     return sorted(
         mod for mod, deps in tree.items()
-        if not any(_covers(c, mod) for c in cross)
-        and {"fake_server", "runner_ref"} <= {_top(d) for d in deps})
+        if not any(covers(c, mod) for c in cross)
+        and {"fake_server", "runner_ref"} <= {top(d) for d in deps})
 
 
 def io_in_sans_io(tree: Tree, sans_io: Iterable[str] = SANS_IO,
@@ -177,9 +96,9 @@ def io_in_sans_io(tree: Tree, sans_io: Iterable[str] = SANS_IO,
             continue
         allowed = exceptions.get(mod, (frozenset(), ""))[0]
         for dep in sorted(tree[mod]):
-            if any(_covers(m, dep) for m in io - allowed):
+            if any(covers(m, dep) for m in io - allowed):
                 bad.append(f"{mod} imports {dep}")
-            elif _top(dep) in PRODUCT and dep in tree and dep not in sans and not dep.endswith(
+            elif top(dep) in PRODUCT and dep in tree and dep not in sans and not dep.endswith(
                     "__init__"):
                 bad.append(f"{mod} imports {dep}, which is not sans-IO")
     return bad
@@ -190,51 +109,27 @@ def _expand(names: Iterable[str], tree: Tree) -> set[str]:
     for name in names:
         if name.endswith(".*"):
             pkg = name[:-2]
-            out.update(m for m in tree if _covers(pkg, m))
+            out.update(m for m in tree if covers(pkg, m))
             out.add(pkg)
         else:
             out.add(name)
     return out
 
 
-def import_cycle(tree: Tree, package: str) -> list[str] | None:
-    nodes = {m for m in tree if _top(m) == package}
-    graph = {m: sorted(d for d in tree[m] if d in nodes and d != m) for m in nodes}
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(n: str) -> list[str] | None:
-        state[n] = 1
-        stack.append(n)
-        for m in graph[n]:
-            if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
-            if m not in state and (found := visit(m)):
-                return found
-        stack.pop()
-        state[n] = 2
-        return None
-
-    for n in sorted(graph):
-        if n not in state and (found := visit(n)):
-            return found
-    return None
-
-
 # --- the tests on the real tree ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def product() -> dict[str, frozenset[str]]:
-    return tree_of(s for top in PRODUCT for s in sources(top))
+    return package_tree(*PRODUCT)
 
 
 @pytest.fixture(scope="module")
 def tests_tree() -> dict[str, frozenset[str]]:
-    return tree_of(s for top in TEST_DIRS for s in sources(top))
+    return package_tree(*TEST_DIRS)
 
 
 def test_the_scan_sees_every_package(product: Tree) -> None:
-    assert {_top(m) for m in product} == set(PRODUCT)
+    assert {top(m) for m in product} == set(PRODUCT)
     assert "fake_server.hub" in product and "runner_ref.teamtools.gates" in product
 
 
@@ -263,34 +158,26 @@ def test_no_import_circle(product: Tree, package: str) -> None:
 
 # --- each check can fail: synthetic trees -----------------------------------------------------
 
-def _synthetic(files: dict[str, str]) -> dict[str, frozenset[str]]:
-    srcs = []
-    for rel, text in files.items():
-        name, pkg = module_name(Path(rel), Path("."))
-        srcs.append(Source(name, pkg, text))
-    return tree_of(srcs)
-
-
 def test_a_lazy_import_of_the_runner_in_the_server_is_caught() -> None:
-    tree = _synthetic({"fake_server/hub.py": "def f():\n    import runner_ref.ledger\n"})
+    tree = synthetic({"fake_server/hub.py": "def f():\n    import runner_ref.ledger\n"})
     assert forbidden_imports(tree) == ["fake_server.hub imports runner_ref.ledger"]
 
 
 def test_a_type_checking_import_in_conformance_is_caught() -> None:
-    tree = _synthetic({"conformance/world.py": (
+    tree = synthetic({"conformance/world.py": (
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
         "    from runner_ref.codes import Code\n")})
     assert forbidden_imports(tree) == ["conformance.world imports runner_ref.codes"]
 
 
 def test_a_dynamic_import_in_fixtures_is_caught() -> None:
-    tree = _synthetic({"fixtures/hermes/core.py": (
+    tree = synthetic({"fixtures/hermes/core.py": (
         "import importlib\nm = importlib.import_module('fake_server.gates')\n")})
     assert forbidden_imports(tree) == ["fixtures.hermes.core imports fake_server.gates"]
 
 
 def test_the_runner_importing_the_harness_is_caught() -> None:
-    tree = _synthetic({"runner_ref/poll_loop.py": "from conformance import adapter\n",
+    tree = synthetic({"runner_ref/poll_loop.py": "from conformance import adapter\n",
                        "runner_ref/x.py": "from fixtures import ScriptedHermes\n"})
     assert forbidden_imports(tree) == ["runner_ref.poll_loop imports conformance",
                                        "runner_ref.x imports fixtures"]
@@ -298,12 +185,12 @@ def test_the_runner_importing_the_harness_is_caught() -> None:
 
 def test_a_test_importing_both_ends_is_caught_outside_cross_only() -> None:
     body = "import fake_server\nfrom runner_ref import fingerprint\n"
-    tree = _synthetic({"tests/runner_ref/test_x.py": body, "tests/cross/test_y.py": body})
+    tree = synthetic({"tests/runner_ref/test_x.py": body, "tests/cross/test_y.py": body})
     assert both_ends_importers(tree) == ["tests.runner_ref.test_x"]
 
 
 def test_io_in_a_sans_io_module_is_caught() -> None:
-    tree = _synthetic({
+    tree = synthetic({
         "fake_server/gates.py": "async def f():\n    import asyncio\n",
         "fake_server/validity.py": "from . import store\n",
         "fake_server/store.py": "import aiosqlite\n",
@@ -320,7 +207,7 @@ def test_io_in_a_sans_io_module_is_caught() -> None:
 
 
 def test_a_circle_through_type_checking_and_relative_imports_is_caught() -> None:
-    tree = _synthetic({
+    tree = synthetic({
         "fake_server/__init__.py": "from .plane import ControlPlane\n",
         "fake_server/plane.py": "from . import admin\n",
         "fake_server/admin.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
@@ -332,5 +219,5 @@ def test_a_circle_through_type_checking_and_relative_imports_is_caught() -> None
         "fake_server.plane", "fake_server.admin", "fake_server.plane"]
     assert import_cycle(tree, "fixtures") == [
         "fixtures.hermes.a", "fixtures.hermes.b", "fixtures.hermes.a"]
-    assert import_cycle(_synthetic({"runner_ref/a.py": "from . import b\n",
+    assert import_cycle(synthetic({"runner_ref/a.py": "from . import b\n",
                                     "runner_ref/b.py": ""}), "runner_ref") is None

@@ -22,6 +22,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from . import codes as tc
 from .codes import TeamError
 
 TAG_PATTERN = re.compile(r"^[a-z][a-z0-9]{0,15}$")
@@ -98,12 +99,12 @@ def op_of(tag: str, real_id: str) -> Op:
     prefix = f"workspace.{tag}."
     op = OPS_BY_NAME.get(real_id[len(prefix):]) if real_id.startswith(prefix) else None
     if op is None:
-        raise TeamError("team_tool_unknown")
+        raise TeamError(tc.TEAM_TOOL_UNKNOWN)
     return op
 
 
 def validate_arguments(op: str, arguments: Any) -> dict[str, Any]:
     """``arguments`` if they satisfy the op's schema; ``team_invalid_arguments`` otherwise."""
     if not isinstance(arguments, dict) or not _VALIDATORS[op].is_valid(arguments):
-        raise TeamError("team_invalid_arguments")
+        raise TeamError(tc.TEAM_INVALID_ARGUMENTS)
     return arguments

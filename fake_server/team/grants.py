@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.handles import ToolError
 
+from . import codes as tc
 from .catalogue import catalogue, op_of
 from .codes import TeamError
 from .world import Actor, Origin, Report, TeamWorld
@@ -116,7 +117,7 @@ class TeamGrant:
 
     def _check_live(self) -> None:
         if self.revoked:
-            raise TeamError("team_grant_revoked")
+            raise TeamError(tc.TEAM_GRANT_REVOKED)
 
 
 def _answered(seq: int, ex: Exchange) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import codes as tc
 from .codes import TeamError
 
 OPEN, ASSIGNED, APPROVED, CHANGES, COMPLETE = "open", "assigned", "approved", "changes", "complete"
@@ -35,8 +36,8 @@ _BY_STEP = {t.step: t for t in TRANSITIONS}
 
 
 def next_state(step: str, state: str) -> str:
-    """The state after ``step`` from ``state``; ``TeamError("team_task_state")`` if not allowed."""
+    """The state after ``step`` from ``state``; ``TeamError(tc.TEAM_TASK_STATE)`` if not allowed."""
     t = _BY_STEP[step]
     if state not in t.from_states:
-        raise TeamError("team_task_state")
+        raise TeamError(tc.TEAM_TASK_STATE)
     return t.to_state

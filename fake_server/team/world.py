@@ -26,6 +26,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import codes as tc
 from . import lifecycle
 from .catalogue import OPS_BY_NAME, validate_arguments
 from .codes import TeamError
@@ -122,7 +123,7 @@ class TeamWorld:
     def apply(self, actor: Actor, op: str, arguments: Any) -> dict[str, Any]:
         try:
             if op not in OPS_BY_NAME:
-                raise TeamError("team_tool_unknown")
+                raise TeamError(tc.TEAM_TOOL_UNKNOWN)
             args = validate_arguments(op, arguments)
             if not OPS_BY_NAME[op].mutates:
                 return self._get_task(args)
@@ -131,7 +132,7 @@ class TeamWorld:
             seen = self.ledger.get(key)
             if seen is not None:
                 if seen[0] != fp:
-                    raise TeamError("idempotency_conflict")
+                    raise TeamError(tc.TEAM_IDEMPOTENCY_CONFLICT)
                 self.replays += 1
                 return json.loads(json.dumps(seen[1]))
             answer = getattr(self, "_" + op)(actor, args)
@@ -162,27 +163,27 @@ class TeamWorld:
 
     def _create_member(self, actor: Actor, a: dict[str, Any]) -> dict[str, Any]:
         if a["name"] in self.members:
-            raise TeamError("team_member_exists")
+            raise TeamError(tc.TEAM_MEMBER_EXISTS)
         if a["profile"] not in actor.profiles:
-            raise TeamError("team_profile_forbidden")
+            raise TeamError(tc.TEAM_PROFILE_FORBIDDEN)
         m = Member(self._next_id("member"), a["name"], a["profile"], actor.admin)
         self.members[m.name] = m
         return {"member": asdict(m)}
 
     def _form_team(self, actor: Actor, a: dict[str, Any]) -> dict[str, Any]:
         if a["name"] in self.teams:
-            raise TeamError("team_team_exists")
+            raise TeamError(tc.TEAM_TEAM_EXISTS)
         if any(n not in self.members for n in a["members"]):
-            raise TeamError("team_member_not_found")
+            raise TeamError(tc.TEAM_MEMBER_NOT_FOUND)
         t = Team(self._next_id("team"), a["name"], list(a["members"]), actor.admin)
         self.teams[t.name] = t
         return {"team": asdict(t)}
 
     def _create_task(self, actor: Actor, a: dict[str, Any]) -> dict[str, Any]:
         if a["title"] in self.tasks:
-            raise TeamError("team_task_exists")
+            raise TeamError(tc.TEAM_TASK_EXISTS)
         if a["team"] not in self.teams:
-            raise TeamError("team_team_not_found")
+            raise TeamError(tc.TEAM_TEAM_NOT_FOUND)
         t = Task(self._next_id("task"), a["title"], a["team"], a["goal"], actor.origin)
         self.tasks[t.title] = t
         return {"task": t.view()}
@@ -190,17 +191,17 @@ class TeamWorld:
     def _task_for_step(self, a: dict[str, Any], step: str) -> tuple[Task, str]:
         task = self.tasks.get(a["task"])
         if task is None:
-            raise TeamError("team_task_not_found")
+            raise TeamError(tc.TEAM_TASK_NOT_FOUND)
         if "expectedVersion" in a and a["expectedVersion"] != task.version:
-            raise TeamError("team_version_conflict")
+            raise TeamError(tc.TEAM_VERSION_CONFLICT)
         return task, lifecycle.next_state(step, task.state)
 
     def _assign_task(self, actor: Actor, a: dict[str, Any]) -> dict[str, Any]:
         task, state = self._task_for_step(a, "assign")
         if a["member"] not in self.members:
-            raise TeamError("team_member_not_found")
+            raise TeamError(tc.TEAM_MEMBER_NOT_FOUND)
         if a["member"] not in self.teams[task.team].members:
-            raise TeamError("team_not_a_member")
+            raise TeamError(tc.TEAM_NOT_A_MEMBER)
         task.state, task.assignee, task.version = state, a["member"], task.version + 1
         return {"task": task.view()}
 
@@ -221,5 +222,5 @@ class TeamWorld:
     def _get_task(self, a: dict[str, Any]) -> dict[str, Any]:
         task = self.tasks.get(a["task"])
         if task is None:
-            raise TeamError("team_task_not_found")
+            raise TeamError(tc.TEAM_TASK_NOT_FOUND)
         return {"task": task.view()}

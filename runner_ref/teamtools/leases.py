@@ -44,9 +44,10 @@ from typing import Any, Protocol
 
 from runner_ref import codes, timings
 from runner_ref.errors import CommandError, ServerError
-from runner_ref.timings import MAX_LEASES, UUID_RE
+from runner_ref.timings import MAX_LEASES
 
-from .listener import ListenerTimings, LoopbackListener, ToolSpec
+from .lease_payload import _catalog, _expired, _forbidden, _lease_id, _plain, _session, _text
+from .listener import ListenerTimings, LoopbackListener
 
 PLUGIN = "/api/plugins/yaoyao-bot-bridge"
 BIND_PATH = f"{PLUGIN}/bind"
@@ -99,56 +100,6 @@ class Lease:
     bound: bool = False
     bind_sent: bool = False
     bind_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-
-def _plain(message: str) -> CommandError:
-    return CommandError.of(codes.RUNNER_ERROR, message)
-
-
-def _forbidden() -> CommandError:
-    return CommandError.of(codes.SESSION_FORBIDDEN, "session not owned by this runner")
-
-
-def _expired() -> CommandError:
-    return CommandError.of(codes.LEASE_EXPIRED)
-
-
-def _lease_id(payload: Any) -> str:
-    lease_id = payload.get("leaseId") if isinstance(payload, dict) else None
-    if not isinstance(lease_id, str) or not UUID_RE.match(lease_id):
-        raise _plain("invalid lease id")
-    return lease_id
-
-
-def _session(payload: dict[str, Any]) -> tuple[str, str | None]:
-    session = payload.get("session")
-    runtime = session.get("runtimeId") if isinstance(session, dict) else None
-    stored = session.get("storedId") if isinstance(session, dict) else None
-    if not isinstance(runtime, str) or not runtime or not (stored is None or isinstance(stored, str)):
-        raise _plain("invalid lease session")
-    return runtime, stored or None
-
-
-def _catalog(payload: dict[str, Any]) -> list[ToolSpec]:
-    catalog = payload.get("catalog")
-    if not isinstance(catalog, list):
-        raise _plain("invalid lease catalog")
-    tools: list[ToolSpec] = []
-    for entry in catalog:
-        if not (isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]
-                and isinstance(entry.get("name"), str)):
-            raise _plain("invalid lease catalog")
-        tools.append(ToolSpec.from_catalog(entry))
-    if len({t.id for t in tools}) != len(tools):
-        raise _plain("invalid lease catalog")
-    return tools
-
-
-def _text(payload: dict[str, Any], key: str) -> str:
-    value = payload.get(key)
-    if not isinstance(value, str) or not value:
-        raise _plain(f"invalid lease {key}")
-    return value
 
 
 class LeaseManager:

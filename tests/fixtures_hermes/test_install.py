@@ -13,7 +13,6 @@ one. Offline with an empty cache the test is skipped with a one-line reason.
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
@@ -22,6 +21,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
+from ..import_graph import import_sites, source
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -135,13 +136,8 @@ def test_wheel_installs_next_to_pypi_fixtures(tmp_path: Path) -> None:
 
 
 def _bare_fixtures_imports(path: Path) -> list[int]:
-    lines = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "fixtures":
-            lines.append(node.lineno)
-        elif isinstance(node, ast.Import) and any(a.name == "fixtures" for a in node.names):
-            lines.append(node.lineno)
-    return lines
+    return [site.line for site in import_sites(source(path))
+            if site.level == 0 and site.module == "fixtures"]
 
 
 def test_installed_packages_import_fixtures_hermes_not_bare_fixtures() -> None:
