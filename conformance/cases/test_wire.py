@@ -17,6 +17,7 @@ from conformance.checks.translate import translate
 from conformance.marks import case
 from conformance.verdict import expect
 from fake_server.gates import ACCEPTED_FEATURES
+from fixtures.hermes.script import Script
 
 from ._helpers_wire import (
     LOWER_UUID,
@@ -380,10 +381,13 @@ async def test_only_protocol_feature_names_are_advertised(world):
                              "bare ','", actual=bad[:5])
 
 
-@case("WIR-013", hermes_script="plain", profiles=("default", "research"),
-      config_extra={"allowedProfiles": ["default"]})
+@case("WIR-013", hermes_script=Script.bundled("plain", broadcast_events=True),
+      profiles=("default", "research"), config_extra={"allowedProfiles": ["default"]})
 async def test_outbound_profile_filter_and_owned_events(world):
-    """fails when: the runner lists or opens a profile outside allowedProfiles (session.create
+    """Hermes sends every session's events to every open socket (``broadcast_events``), so the
+    second channel's socket carries the first channel's session frames.
+
+    fails when: the runner lists or opens a profile outside allowedProfiles (session.create
     "research" executes), or forwards an event of a session another channel owns, or a frame
     without session_id (gateway.ready)."""
     # Outbound only: the runner reached the control plane by polling it.
