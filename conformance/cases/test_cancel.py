@@ -175,8 +175,7 @@ async def _close_reaches_first(world: Any, ch: Any, session: dict[str, Any]) -> 
     cp, rid = world.cp, world.runner_id
     lease = cp.hub.register_lease(ch, "default", dict(session), [], {})
     close = await cp.submit(rid, "lease.close", {"leaseId": lease.lease_id})
-    expect_ok(world, await close.wait(WAIT), what="lease.close before its create",
-              needles=[lease.lease_id])
+    await close.wait(WAIT)  # {ok:true} is a SHOULD for an unknown id (3.7): either answer passes
     create = await cp.submit(rid, "lease.create", {
         "leaseId": lease.lease_id, "profile": "default", "workId": lease.lease_id,
         "session": session, "catalog": [], "workspaceMemory": False},
