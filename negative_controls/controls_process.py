@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 from typing import Any
 
 from runner_ref import codes
@@ -82,6 +81,15 @@ def _exits_without_hermes(orig: Any) -> Any:
     return _raw
 
 
+def _coerced_ids(orig: Any) -> Any:
+    async def open(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
+        cid = payload.get("connectionId")
+        if cid is not None and not isinstance(cid, str):   # stringified, not refused
+            payload = {**payload, "connectionId": str(cid)}
+        return await orig(self, payload)   # type: ignore[no-any-return]
+    return open
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("accepts-world-readable-config", "config-process",
             "Never checks runner.json's file mode (0644 is accepted).",
@@ -144,9 +152,11 @@ CONTROLS: tuple[Control, ...] = (
             "Exits when the local Hermes is unreachable instead of failing the one command.",
             "a dependency outage taking the agent offline",
             "runner_ref.hermes:HermesClient._raw", ("LIM-009",), _exits_without_hermes),
+    # Not "accepts any string": which strings a runner refuses is an implementation choice
+    # (protocol.md 3.2); a connectionId that is not a string MUST be refused (LIM-006).
     Control("loose-connection-ids", "limits",
-            "Accepts any string as a connectionId.",
-            "unvalidated ids (empty, huge or control characters) stored and echoed",
-            "runner_ref.gateway:CONNECTION_ID_RE", ("LIM-006",),
-            const(re.compile(r"^.{0,100000}$", re.S))),
+            "Coerces a connectionId that is not a string (12345 becomes \"12345\") and opens "
+            "the channel.",
+            "loose typing: an id stringified instead of validated (a JSON number taken for an id)",
+            "runner_ref.gateway:Gateways.open", ("LIM-006",), _coerced_ids),
 )

@@ -140,13 +140,19 @@ async def test_close_overtaking_create_leaves_no_lease(world: Any) -> None:
     concurrently). Whichever wins, no lease may be left: a lease.bind afterwards is refused
     (runner_lease_expired) and the plugin never sees a bind.
 
+    Then a second lease whose close reaches the runner first (answered before its create is
+    delivered): lease.close tombstones the id whether or not the lease exists (3.7), so the
+    create that follows is refused with an error and nothing binds.
+
     fails when: lease.close of a lease still being created (or not yet created) leaves it to
     live on: no check after the listener started whether a close overtook it, or no tombstone
     for a close that came first (the lease stays alive and binds). Which of the two races the
-    runner meets depends on its own scheduling; a runner broken in both ways fails always."""
+    batch meets depends on the runner's scheduling; the close-first lease always meets the
+    second."""
     cp, rid = world.cp, world.runner_id
     ch, sid, stored = await _lease_ready(world)
     session = {"runtimeId": sid, "storedId": stored}
+    await _close_reaches_first(world, ch, session)
     lease = cp.hub.register_lease(ch, "default", dict(session), [], {})
     create_payload = {"leaseId": lease.lease_id, "profile": "default",
                       "workId": lease.lease_id, "session": session, "catalog": [],
@@ -162,6 +168,26 @@ async def test_close_overtaking_create_leaves_no_lease(world: Any) -> None:
                  what=f"lease.bind after the close (one batch: {batched})",
                  needles=[lease.lease_id])
     expect_no_effect(world, "bind", what="a lease closed while being created",
+                     needles=[lease.lease_id])
+
+
+async def _close_reaches_first(world: Any, ch: Any, session: dict[str, Any]) -> None:
+    cp, rid = world.cp, world.runner_id
+    lease = cp.hub.register_lease(ch, "default", dict(session), [], {})
+    close = await cp.submit(rid, "lease.close", {"leaseId": lease.lease_id})
+    await close.wait(WAIT)  # {ok:true} is a SHOULD for an unknown id (3.7): either answer passes
+    create = await cp.submit(rid, "lease.create", {
+        "leaseId": lease.lease_id, "profile": "default", "workId": lease.lease_id,
+        "session": session, "catalog": [], "workspaceMemory": False},
+        profile="default", channel=ch, lease=lease)
+    expect_error(world, await create.wait(WAIT),
+                 what="lease.create of an id whose close came first (tombstoned)",
+                 needles=[lease.lease_id])
+    bind = await cp.bind_lease(lease, session)
+    expect_error(world, bind, codes=("runner_lease_expired",),
+                 what="lease.bind of a lease whose close came before its create",
+                 needles=[lease.lease_id])
+    expect_no_effect(world, "bind", what="a lease closed before its create",
                      needles=[lease.lease_id])
 
 

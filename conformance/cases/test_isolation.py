@@ -11,6 +11,7 @@ import aiohttp
 
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
+from fixtures.hermes.script import Script
 
 from ._helpers_channels import (
     WAIT,
@@ -27,22 +28,27 @@ from ._helpers_channels import (
     ws_closed,
 )
 
-#: session.info right behind the session.create reply (nothing between them on the wire).
-INFO_AT_ONCE = {"version": 1, "session_info_delay": 0, "rules": [],
-                "default": {"steps": [{"say": "hello"}]}}
+#: session.info right behind the session.create reply, both in one transport write (one TCP
+#: segment): a runner's reader has both frames before anything else runs.
+INFO_AT_ONCE = {"version": 1, "session_info_delay": 0, "session_info_same_write": True,
+                "rules": [], "default": {"steps": [{"say": "hello"}]}}
+#: The bundled "slow" script, and every session's events sent to every open Hermes socket too.
+BROADCAST = Script.bundled("slow", broadcast_events=True)
 
 
 def _foreign(frames: list[dict[str, Any]], own: set[str]) -> list[dict[str, Any]]:
     return [f for f in frames if f.get("session_id") not in own]
 
 
-@case("ISO-001")
+@case("ISO-001", hermes_script=BROADCAST)
 async def test_events_reach_only_the_owning_channel(world: Any) -> None:
-    """Two channels, one session each; a turn runs on A's session. Every frame on A names A's
-    session, no frame on B names A's session.
+    """Two channels, one session each; a turn runs on A's session, then one on B's. Hermes
+    sends every session's events to both sockets (``broadcast_events``), so each channel's
+    socket carries the other's frames too. Every frame on A names A's session, every frame on B
+    names B's session.
 
-    fails when: the runner broadcasts a Hermes frame to every channel (or routes by socket
-    instead of by owned session)."""
+    fails when: the runner broadcasts a Hermes frame to every channel, routes by socket instead
+    of by owned session, or forwards whatever arrives on a channel's socket."""
     cp, rid = world.cp, world.runner_id
     a, b = await asyncio.gather(cp.open_channel(rid), cp.open_channel(rid))
     sa, sb = await new_session(world, a), await new_session(world, b)
@@ -149,19 +155,26 @@ async def test_revoking_one_channel_closes_only_it(world: Any) -> None:
 
 @case("ISO-005", hermes_script=INFO_AT_ONCE)
 async def test_event_right_behind_the_create_reply_is_forwarded(world: Any) -> None:
-    """Hermes sends session.info right behind the session.create reply (session_info_delay 0);
-    the runner must forward it on the channel.
+    """Hermes sends session.info right behind the session.create reply, in the same transport
+    write (``session_info_same_write``), for two sessions; the runner must forward each on the
+    channel.
 
     fails when: the runner registers ownership only when its awaiting coroutine resumes after
-    the reply (the frame right behind it is dropped as foreign)."""
+    the reply (the frame right behind it is read first and dropped as foreign). With both
+    frames in one read this happens every time, not only when the scheduler is unlucky."""
     ch = await world.cp.open_channel(world.runner_id)
-    sid = await new_session(world, ch)
-    try:
-        await event_for(ch, "session.info", sid, timeout=WAIT)
-    except TimeoutError:
-        raise CaseFailed(f"the session.info of {sid} forwarded on the channel",
-                         f"frames on the channel: {[f.get('type') for f in ch.events]}",
-                         witness(world, sid)) from None
+    for _ in range(2):
+        sid = await new_session(world, ch)
+        # A turn after it: frames are posted in Hermes' order (ISO-006), so a forwarded
+        # session.info is on the channel before this turn's message.complete.
+        await prompt(world, ch, sid, "hello")
+        done = await event_for(ch, "message.complete", sid, timeout=WAIT)
+        before = ch.events[:ch.events.index(done)]
+        mine = [f.get("type") for f in before if f.get("session_id") == sid]
+        expect("session.info" in mine,
+               expected=f"the session.info right behind the session.create reply of {sid} "
+                        "forwarded on the channel (before the next turn's frames)",
+               actual=f"frames of {sid} on the channel: {mine}", witness=witness(world, sid))
 
 
 @case("ISO-006")

@@ -13,6 +13,7 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from fixtures.hermes.script import Script
 
 from ._helpers_wire import (
     TIMEOUT,
@@ -137,14 +138,29 @@ async def test_refused_config_never_echoes_credentials(world):
 
 @case("SEC-003", hermes_script="plain", hermes_auth="account")
 async def test_hermes_password_never_reaches_the_control_plane(world):
-    """fails when: the Hermes password, session cookie or a ws ticket appears in anything the
+    """Work with errors, then the Hermes account's password is changed (every cookie void), so
+    the runner's next login with its configured password is refused; the relays after that are
+    answered somehow, and nothing the runner sent holds a secret.
+
+    fails when: the Hermes password, session cookie or a ws ticket appears in anything the
     runner sends to the control plane (e.g. a relayed set-cookie header, an error message
-    quoting the login request)."""
+    quoting the refused login request)."""
     await _work(world, errors=True)
-    secrets = {"Hermes password": world.hermes.password, **refresh_secrets(world)}
+    configured = world.hermes.password
+    world.hermes.change_password()
+    mark = world.hermes.effects.entries[-1].seq if world.hermes.effects.entries else 0
+    for path in ("/api/config", "/api/status"):
+        _, out = await http(world, path, profile=None if path == "/api/status" else "default")
+        expect(out is not None, expected=f"GET {path} answered after the password changed",
+               actual=describe(out))
+    refused = [e for e in world.hermes.effects.of("auth.rejected", after_seq=mark)
+               if e.detail.get("reason") == "bad_credentials"]
+    secrets = {"Hermes password": configured, **refresh_secrets(world)}
     found = _to_control_plane(world, secrets)
     expect(not found, expected="no Hermes password / cookie / ticket in any request to the "
-                               "control plane", actual=found[:6], witness=excerpt(world, limit=6))
+                               "control plane (" + (f"{len(refused)} refused login(s)"
+                                                    if refused else "no login refused") + ")",
+           actual=found[:6], witness=excerpt(world, limit=6))
     relayed = [ex for ex in world.cp.history.filter(route="result")
                if isinstance(ex.request_body, dict) and isinstance(ex.request_body.get("result"), dict)
                and any(k.lower() == "set-cookie"
@@ -153,15 +169,29 @@ async def test_hermes_password_never_reaches_the_control_plane(world):
            actual=[ex.seq for ex in relayed], witness=excerpt(world, limit=4))
 
 
-@case("SEC-004", hermes_script="plain")
+@case("SEC-004", hermes_script=Script.bundled("plain", http_set_cookie=True))
 async def test_hermes_session_token_never_reaches_the_control_plane(world):
-    """fails when: the Hermes session token appears in a request to the control plane, e.g. in
-    relayed headers, in an error message quoting the Hermes URL with ``?token=``."""
+    """Every answer of a Hermes GET /api/* route carries a Set-Cookie with a fresh secret
+    (``http_set_cookie``); the relays must pass on neither the header nor the cookie.
+
+    fails when: the Hermes session token or a Hermes cookie appears in a request to the control
+    plane, e.g. a relayed ``set-cookie`` header (a relay passing every header), an error message
+    quoting the Hermes URL with ``?token=``."""
     await _work(world, errors=True)
     secrets = {"Hermes session token": world.hermes.session_token, **refresh_secrets(world)}
+    cookies = [name for name, value in secrets.items() if value in world.hermes.core.minted]
     found = _to_control_plane(world, secrets)
-    expect(not found, expected="no Hermes session token in any request to the control plane",
+    expect(cookies and not found,
+           expected="no Hermes session token or cookie in any request to the control plane "
+                    f"({len(cookies)} Set-Cookie answers relayed through the runner)",
            actual=found[:6], witness=excerpt(world, limit=6))
+    relayed = [ex.seq for ex in world.cp.history.filter(route="result")
+               if isinstance(ex.request_body, dict)
+               and isinstance(ex.request_body.get("result"), dict)
+               and any(str(k).lower() == "set-cookie"
+                       for k in (ex.request_body["result"].get("headers") or {}))]
+    expect(not relayed, expected="no set-cookie header relayed (protocol 3.1)",
+           actual=f"result posts with set-cookie: {relayed}", witness=excerpt(world, limit=4))
 
 
 @case("SEC-005", hermes_script="team")

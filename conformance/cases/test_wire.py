@@ -17,6 +17,7 @@ from conformance.checks.translate import translate
 from conformance.marks import case
 from conformance.verdict import expect
 from fake_server.gates import ACCEPTED_FEATURES
+from fixtures.hermes.script import Script
 
 from ._helpers_wire import (
     LOWER_UUID,
@@ -112,14 +113,50 @@ async def test_no_request_carries_origin(world):
 
 @case("WIR-004", hermes_script="plain")
 async def test_non_poll_requests_carry_the_delivery_epoch(world):
-    """fails when: a non-poll request lacks ``x-runner-epoch`` or carries another epoch than the
-    poll answer that delivered its command (or its channel's gateway.open)."""
+    """Traffic in one epoch, then a new epoch (the control plane's watchdog ends the old one and
+    the runner polls with a reset), then traffic again: every admit/result/event carries the
+    epoch of the poll answer that delivered its command (or its channel's gateway.open).
+
+    fails when: a non-poll request lacks ``x-runner-epoch`` or carries another epoch than the
+    poll answer that delivered its command, e.g. headers built once at connect and kept after
+    the epoch changed (stale-epoch-header)."""
     ch, _ = await _traffic(world)
+    old = world.cp.epoch(world.runner_id)
+    await world.cp.force_watchdog(world.runner_id)
+    await world.runner.guard(world.cp.wait_epoch_change(world.runner_id, old, timeout=TIMEOUT),
+                             "a new epoch", TIMEOUT)
+    later = await world.cp.submit(world.runner_id, "http", http_payload("/api/status",
+                                                                        profile=None))
+    try:
+        out = await later.wait(TIMEOUT)
+        ch2, sid2 = await open_session(world)
+        prompted = await world.cp.rpc(ch2, "prompt.submit", {"session_id": sid2, "text": "again"})
+        done = f"http {describe(out)}, prompt.submit {describe(prompted)}"
+        ok = out.ok and prompted.ok
+    except (TimeoutError, AssertionError) as exc:  # judged by the headers first, below
+        done, ok = f"the work did not complete ({type(exc).__name__})", False
+    wrong = _epoch_mismatches(world)
+    epochs = {str(p.response_body.get("epoch")) for p in runner_exchanges(world, "poll")
+              if isinstance(p.response_body, dict) and p.commands}
+    expect(not wrong, expected="every non-poll request carries the epoch of the poll answer "
+                               "that delivered what it concerns", actual=wrong[:5],
+           witness=excerpt(world, later.id, limit=8))
+    expect(len(epochs) >= 2 and ok, expected="commands delivered and answered in two epochs",
+           actual=f"{len(epochs)} epoch(s) delivered commands; after the change: {done}",
+           witness=excerpt(world, later.id, limit=6))
+
+
+def _epoch_mismatches(world) -> list[str]:
+    """Requests whose x-runner-epoch is not the epoch of the poll answer that delivered what they
+    concern, and delivered commands whose admit never got past the epoch gate (a request the
+    gate refuses is recorded without its body, so a stale admit shows as a missing one)."""
     delivered_in: dict[str, str] = {}  # command id / connection id -> epoch of its delivery
+    commands: dict[str, str] = {}
     for poll in runner_exchanges(world, "poll"):
         body = poll.response_body if isinstance(poll.response_body, dict) else {}
         for cmd in poll.commands:
             delivered_in.setdefault(str(cmd.get("id")), str(body.get("epoch")))
+            commands.setdefault(str(cmd.get("id")), str(body.get("epoch")))
             conn = (cmd.get("payload") or {}).get("connectionId")
             if cmd.get("kind") == "gateway.open" and conn:
                 delivered_in.setdefault(str(conn), str(body.get("epoch")))
@@ -132,9 +169,14 @@ async def test_non_poll_requests_carry_the_delivery_epoch(world):
         if ex.request_epoch is None or (want is not None and ex.request_epoch != want):
             wrong.append(f"#{ex.seq} {ex.route} x-runner-epoch={ex.request_epoch!r}, "
                          f"delivered under {want!r}")
-    expect(not wrong, expected="every non-poll request carries the epoch of the poll answer "
-                               "that delivered what it concerns", actual=wrong[:5],
-           witness=excerpt(world, ch.connection_id, limit=6))
+    admitted = {ex.command_id for ex in runner_exchanges(world, "admit") if ex.command_id}
+    refused = [f"#{ex.seq} {ex.route} x-runner-epoch={ex.request_epoch!r} -> {ex.code}"
+               for ex in runner_exchanges(world) if ex.code == "runner_epoch_changed"]
+    for cid, epoch in commands.items():
+        if cid not in admitted:
+            wrong.append(f"command {cid} delivered under {epoch!r}: no admit of it passed the "
+                         f"epoch gate (refused: {refused[:3]})")
+    return wrong
 
 
 @case("WIR-005")
@@ -208,22 +250,42 @@ async def test_refused_admit_gives_no_effect(world):
            witness=excerpt(world, handle.id, limit=6))
 
 
+#: One command of each sort a runner answers without any set-up: relays, a kind the protocol
+#: does not have, and closes of ids it never opened. Each gets one result, error or not.
+ONE_OF_EACH: tuple[tuple[str, dict], ...] = (
+    ("http", http_payload("/api/status", profile=None)),
+    ("http", http_payload("/api/status", profile=None)),
+    ("hermes.bogus", {"x": 1}),
+    ("gateway.close", {"connectionId": "0b9e6f0c-52a4-4a36-9d6c-4f5e1f0a7c21"}),
+    ("lease.close", {"leaseId": "5d0c1f3e-8f0a-4b8e-a3a1-0e6a3c9b2f14"}),
+)
+
+
 @case("WIR-008", manual_clock=True)
 async def test_every_delivered_command_gets_one_result(world):
-    """fails when: a delivered command gets no result post, two result posts (e.g. posted again
-    on the next poll), or a result under another id."""
-    handles = [await world.cp.submit(world.runner_id, "http", http_payload("/api/status",
-                                                                            profile=None))
-               for _ in range(4)]
-    outs = [await h.wait(TIMEOUT) for h in handles]
-    # A later command's result proves the runner went round its loop after the first four.
+    """Commands of several kinds (http, an unknown kind, closes of unknown ids) each get exactly
+    one result post under their id, whatever it says.
+
+    fails when: a delivered command gets no result post (e.g. an unknown kind dropped silently),
+    two result posts (e.g. posted again on the next poll), or a result under another id."""
+    handles = [await world.cp.submit(world.runner_id, kind, payload)
+               for kind, payload in ONE_OF_EACH]
+    outs = []
+    for h in handles:
+        try:
+            outs.append(await h.wait(TIMEOUT))
+        except TimeoutError:
+            outs.append(None)
+    # A later command's result proves the runner went round its loop after the others.
     _, last = await http(world, "/api/status", profile=None)
-    counts = {h.id: len(result_posts(world, h.id)) for h in handles}
-    expect(all(o.ok for o in outs) and last.ok, expected="every command answered",
-           actual=[describe(o) for o in outs])
+    counts = {f"{h.kind} {h.id}": len(result_posts(world, h.id)) for h in handles}
     expect(all(n == 1 for n in counts.values()),
            expected="exactly one result post per delivered command id", actual=counts,
-           witness=excerpt(world, *[h.id for h in handles if counts[h.id] != 1], limit=8))
+           witness=excerpt(world, *[h.id for h in handles
+                                    if counts[f"{h.kind} {h.id}"] != 1], limit=8))
+    relays = [o for (kind, _), o in zip(ONE_OF_EACH, outs, strict=True) if kind == "http"]
+    expect(all(o is not None and o.ok for o in relays) and last.ok,
+           expected="every http command answered", actual=[describe(o) for o in outs])
 
 
 @case("WIR-009", hermes_script="plain")
@@ -249,8 +311,10 @@ async def test_a_held_command_does_not_delay_another(world):
 
 @case("WIR-010")
 async def test_expired_command_is_not_admitted_nor_executed(world):
-    """fails when: the runner executes (or asks admit for and executes) a command whose expiresAt
-    passed before delivery, or answers it with another code than runner_command_not_admitted."""
+    """fails when: the runner executes a command whose expiresAt passed before delivery, asks
+    admit for it (expiresAt MUST be checked before admit, 4.3: a runner that never checks it
+    still answers runner_command_not_admitted, because the control plane's admit refuses an
+    expired command), or answers it with another code than runner_command_not_admitted."""
     target = world.artifact_root / "wir010.txt"
     target.write_text("expired\n")
     seen = world.hermes.effects.entries[-1].seq if world.hermes.effects.entries else 0
@@ -261,9 +325,11 @@ async def test_expired_command_is_not_admitted_nor_executed(world):
     reads = [e for e in world.hermes.effects.of("file.read") if e.seq > seen]
     expect(not reads, expected="no Hermes effect for an expired command",
            actual=[e.seq for e in reads], witness=excerpt(world, handle.id, limit=6))
-    granted = [ex for ex in runner_exchanges(world, "admit") if ex.command_id == handle.id
-               and isinstance(ex.response_body, dict) and ex.response_body.get("allowed")]
-    expect(not granted, expected="no admit granted", actual=[ex.seq for ex in granted])
+    asked = [ex for ex in runner_exchanges(world, "admit") if ex.command_id == handle.id]
+    expect(not asked, expected="no admit asked for a command expired at delivery (expiresAt "
+                               "checked before admit)",
+           actual=[f"#{ex.seq} admit -> {ex.response_body}" for ex in asked],
+           witness=excerpt(world, handle.id, limit=6))
     expect(refused_with(out, ["runner_command_not_admitted"]),
            expected="error result runner_command_not_admitted", actual=describe(out),
            witness=excerpt(world, handle.id, limit=6))
@@ -315,10 +381,13 @@ async def test_only_protocol_feature_names_are_advertised(world):
                              "bare ','", actual=bad[:5])
 
 
-@case("WIR-013", hermes_script="plain", profiles=("default", "research"),
-      config_extra={"allowedProfiles": ["default"]})
+@case("WIR-013", hermes_script=Script.bundled("plain", broadcast_events=True),
+      profiles=("default", "research"), config_extra={"allowedProfiles": ["default"]})
 async def test_outbound_profile_filter_and_owned_events(world):
-    """fails when: the runner lists or opens a profile outside allowedProfiles (session.create
+    """Hermes sends every session's events to every open socket (``broadcast_events``), so the
+    second channel's socket carries the first channel's session frames.
+
+    fails when: the runner lists or opens a profile outside allowedProfiles (session.create
     "research" executes), or forwards an event of a session another channel owns, or a frame
     without session_id (gateway.ready)."""
     # Outbound only: the runner reached the control plane by polling it.

@@ -329,6 +329,13 @@ async def _hermes_down() -> bool:
 
 
 @probe("loose-connection-ids")
-def _ids() -> bool:
-    from runner_ref import gateway
-    return bool(gateway.CONNECTION_ID_RE.match(""))
+async def _ids() -> bool:
+    from runner_ref.errors import CommandError
+    reached: list[bool] = []
+
+    async def ws_connect() -> Any:
+        reached.append(True)   # got past the connectionId check
+        raise CommandError("hermes_unavailable", "probe", 502)
+    g = _gateways(hermes=NS(ws_connect=ws_connect))
+    await asyncio.gather(g.open({"connectionId": 12345}), return_exceptions=True)
+    return bool(reached)

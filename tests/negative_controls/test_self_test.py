@@ -38,23 +38,9 @@ SESSION = pytest.mark.timeout(SESSION_TIMEOUT + 60)
 #: Controls the suite does not catch yet, each with why: a gap in the suite, kept visible.
 #: The test is a strict expected failure for them: once a case catches one, it fails until the
 #: control is removed from here.
-KNOWN_ESCAPES: dict[str, str] = {
-    "no-deadline-check": "WIR-010: the control plane's admit also refuses an expired command, so "
-                         "the case must check that no admit is asked for an expired command",
-    "stale-epoch-header": "WIR-004 looks only at requests inside one epoch",
-    "auth-error-quotes-login": "SEC-003 has no refused Hermes login",
-    "relays-all-headers": "SEC-004: the scripted Hermes sends no Set-Cookie on a relayed route",
-    "lease-close-unknown-noop": "CAN-005 needs the close to reach the runner before the create",
-    "forward-foreign-events": "ISO-001/WIR-013: the foreign session's frames never reach the "
-                              "channel's Hermes socket in the scripted Hermes",
-    "drops-unknown-kinds": "WIR-008 uses an http command only",
-    "late-session-ownership": "ISO-005 catches it only when session.info overtakes the awaiting "
-                              "coroutine's resumption, which depends on scheduling",
-    "loose-connection-ids": "LIM-006 was narrowed to a non-string connectionId (§3.2 leaves "
-                            "other strings open)",
-}
+KNOWN_ESCAPES: dict[str, str] = {}
 #: Known escapes whose catch depends on scheduling: caught or not, neither fails the test.
-TIMING_DEPENDENT = frozenset({"late-session-ownership"})
+TIMING_DEPENDENT: frozenset[str] = frozenset()
 
 
 def _selected(name: str) -> bool:
