@@ -18,6 +18,7 @@ from . import (
     reconnection,
     secrets,
     spec_extra,
+    spec_extra_process,
     team_tools,
     wire,
 )
@@ -39,4 +40,5 @@ ALL_ROWS: tuple[Case, ...] = (
     *faults.ROWS,
     *hermes_interop.ROWS,
     *spec_extra.ROWS,
+    *spec_extra_process.ROWS,
 )

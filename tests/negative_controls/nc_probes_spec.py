@@ -1,0 +1,72 @@
+"""Probes of the negative controls in negative_controls/controls_spec.py (see nc_probes.py)."""
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace as NS
+from typing import Any
+
+from nc_probes import _yield, probe
+
+
+async def _noop(*_a: Any, **_k: Any) -> None:
+    return None
+
+
+def _loop_for_shutdown(polls: list[bool]) -> Any:
+    async def poll(reset: bool) -> dict[str, Any]:
+        polls.append(reset)
+        return {"epoch": "e", "commands": []}
+    me = NS(machine=NS(poll=poll, close=_noop), hermes=NS(close=_noop), _tasks=set(),
+            _connected=True)
+
+    async def disconnect() -> None:
+        me._connected = False
+    me._disconnect_local = disconnect
+    return me
+
+
+@probe("polls-after-stop")
+async def _polls_after_stop() -> bool:
+    from runner_ref.poll_loop import PollLoop
+    polls: list[bool] = []
+    await PollLoop._shutdown(_loop_for_shutdown(polls))  # type: ignore[arg-type]
+    return bool(polls)
+
+
+@probe("runs-commands-admitted-at-stop")
+async def _runs_at_stop() -> bool:
+    from runner_ref.poll_loop import PollLoop
+    me = _loop_for_shutdown([])
+    seen: list[bool] = []
+
+    async def pending_command() -> None:   # its admit answer comes in a few loop turns later
+        await _yield(3)
+        seen.append(me._connected)
+    me._tasks.add(asyncio.ensure_future(pending_command()))
+    await PollLoop._shutdown(me)  # type: ignore[arg-type]
+    return seen == [True]   # executed while the runner still counted itself connected
+
+
+def _client(sent: list[Any]) -> Any:
+    async def request(method: str, route: str, headers: Any, body: Any, timeout: float) -> Any:
+        sent.append(headers)
+        return {"epoch": "e", "commands": []}
+    return NS(_request=request, _poll_headers={True: "reset", False: "plain"})
+
+
+@probe("reset-on-every-poll")
+async def _sticky_reset() -> bool:
+    from runner_ref.machine_client import MachineClient
+    sent: list[Any] = []
+    await MachineClient.poll(_client(sent), False)  # type: ignore[arg-type]
+    return sent == ["reset"]
+
+
+@probe("idle-poll-backoff")
+async def _idle_backoff() -> bool:
+    from runner_ref.machine_client import MachineClient
+    try:
+        await asyncio.wait_for(MachineClient.poll(_client([]), False), 0.5)  # type: ignore[arg-type]
+    except TimeoutError:
+        return True
+    return False
