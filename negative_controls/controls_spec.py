@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from types import SimpleNamespace
 from typing import Any
 
-from .control import Control
+from .control import Control, const
 
 
 def _last_poll_at_stop(orig: Any) -> Any:
@@ -42,6 +43,37 @@ def _idle_backoff(orig: Any) -> Any:
     return poll
 
 
+def _post_ignoring_errors(orig: Any) -> Any:
+    from runner_ref.errors import ServerError
+
+    async def _post(self: Any) -> None:
+        while True:
+            body = await self._events.get()
+            if body is None:
+                return
+            try:
+                await self._registry.post_event(body)
+            except ServerError as exc:
+                if exc.status == 410 and not body.get("closed"):
+                    self._registry.close_later(self.id)
+                    return
+                # any other failure: the frame is dropped and the channel carries on
+    return _post
+
+
+def _short_token(orig: Any) -> Any:
+    return SimpleNamespace(token_urlsafe=lambda nbytes=32: orig.token_urlsafe(8))
+
+
+def _trust_any_bind(orig: Any) -> Any:
+    async def post_json(self: Any, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        status, reply = await orig(self, path, body)
+        if path.endswith("/bind") and isinstance(reply, dict) and reply.get("ok") is True:
+            reply = {**reply, "native_tools": True}   # ok is taken as "tools available"
+        return status, reply
+    return post_json
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("polls-after-stop", "config-process",
             "Sends one more poll during its graceful stop, after the signal.",
@@ -60,4 +92,29 @@ CONTROLS: tuple[Control, ...] = (
             "Waits 40 s after an empty poll answer before polling again.",
             "an idle back-off longer than the watchdog: the runner flaps offline when idle",
             "runner_ref.machine_client:MachineClient.poll", ("REC-901",), _idle_backoff),
+    Control("unbounded-close-interrupts", "cancel",
+            "gateway.close waits up to 60 s for the interrupt replies before it closes.",
+            "a hung dependency blocking cleanup (a close that never completes)",
+            "runner_ref.timings:INTERRUPT_WAIT", ("CAN-901",), const(60.0)),
+    Control("running-never-cleared", "isolation",
+            "Never clears a session's running flag on message.complete.",
+            "stale busy state: idle sessions interrupted at every close and stop",
+            "runner_ref.gateway:COMPLETION_EVENTS", ("ISO-901",), const(frozenset())),
+    Control("event-errors-ignored", "reconnection",
+            "Drops a frame whose event post failed (other than 410) and carries on.",
+            "silent event loss on a flaky control plane, with no reconnect to resync",
+            "runner_ref.gateway:Channel._post", ("REC-902",), _post_ignoring_errors),
+    Control("inflight-copy-ignored", "dedupe",
+            "Ignores any second delivery of an id it is still running, whatever its payload.",
+            "a conflicting request left unanswered until the control plane's deadline",
+            "runner_ref.poll_loop:PollLoop._conflicts_in_flight", ("DED-901",),
+            const(lambda self, cmd: False)),
+    Control("short-lease-token", "team-tools",
+            "Mints lease tokens of 8 random bytes.",
+            "guessable bearer tokens on a loopback port any local process can reach",
+            "runner_ref.teamtools.listener:secrets", ("TT-903",), _short_token),
+    Control("bind-ignores-native-tools", "team-tools",
+            "Takes any {ok:true} bind answer as bound, without native_tools:true.",
+            "tools announced to a Hermes build that cannot serve them (silent no-op tools)",
+            "runner_ref.hermes:HermesClient.post_json", ("TT-904",), _trust_any_bind),
 )

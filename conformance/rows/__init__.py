@@ -18,6 +18,7 @@ from . import (
     reconnection,
     secrets,
     spec_extra,
+    spec_extra_gateway,
     spec_extra_process,
     team_tools,
     wire,
@@ -41,4 +42,5 @@ ALL_ROWS: tuple[Case, ...] = (
     *hermes_interop.ROWS,
     *spec_extra.ROWS,
     *spec_extra_process.ROWS,
+    *spec_extra_gateway.ROWS,
 )

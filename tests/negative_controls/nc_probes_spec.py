@@ -70,3 +70,60 @@ async def _idle_backoff() -> bool:
     except TimeoutError:
         return True
     return False
+
+
+@probe("unbounded-close-interrupts")
+def _close_bound() -> bool:
+    from runner_ref import timings
+    return timings.INTERRUPT_WAIT > 10
+
+
+@probe("running-never-cleared")
+def _running_cleared() -> bool:
+    from runner_ref import gateway
+    return "message.complete" not in gateway.COMPLETION_EVENTS
+
+
+@probe("event-errors-ignored")
+async def _event_errors() -> bool:
+    from runner_ref import codes
+    from runner_ref.errors import ServerError
+    from runner_ref.gateway import Channel
+    fatal: list[bool] = []
+
+    async def post_event(body: Any) -> None:
+        raise ServerError.of(codes.REQUEST_FAILED, status=500)
+    me = NS(_events=asyncio.Queue(), id="c", _registry=NS(
+        post_event=post_event, close_later=lambda cid: None, on_fatal=lambda: fatal.append(True)))
+    me._events.put_nowait({"connectionId": "c", "frame": {"type": "x"}})
+    me._events.put_nowait(None)
+    await asyncio.wait_for(Channel._post(me), 2)  # type: ignore[arg-type]
+    return not fatal
+
+
+@probe("inflight-copy-ignored")
+def _inflight_copy() -> bool:
+    from runner_ref.fingerprint import command_fingerprint
+    from runner_ref.poll_loop import PollLoop
+    first = {"id": "a", "kind": "http", "payload": {"x": 1}, "expiresAt": 1}
+    me = NS(_inflight={"a": (command_fingerprint(first), None)})
+    other = {**first, "payload": {"x": 2}}
+    return not PollLoop._conflicts_in_flight(me, other)  # type: ignore[arg-type]
+
+
+@probe("short-lease-token")
+def _short_token() -> bool:
+    from runner_ref.teamtools.listener import LoopbackListener
+    listener = LoopbackListener(tools=[], relay=None, is_active=lambda: True)  # type: ignore[arg-type]
+    return len(listener.token) < 43
+
+
+@probe("bind-ignores-native-tools")
+async def _native_tools() -> bool:
+    from runner_ref.hermes import HermesClient
+
+    async def request(method: str, path: str, **_: Any) -> Any:
+        return 200, {}, b'{"ok":true,"native_tools":false}'
+    _, reply = await HermesClient.post_json(NS(request=request),  # type: ignore[arg-type]
+                                            "/api/plugins/yaoyao-bot-bridge/bind", {})
+    return reply.get("native_tools") is True
