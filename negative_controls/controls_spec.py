@@ -74,6 +74,34 @@ def _trust_any_bind(orig: Any) -> Any:
     return post_json
 
 
+def _token_cache(orig: Any) -> Any:
+    async def _read_page_token(self: Any) -> None:
+        await orig(self)
+        with open("hermes-token.cache", "w", encoding="utf-8") as f:   # in the working dir
+            f.write(self._token or "")
+    return _read_page_token
+
+
+def _unvalidated_token(orig: Any) -> Any:
+    from runner_ref import status, timings
+    from runner_ref.hermes import _auth_failed, token_from_page
+
+    async def _read_page_token(self: Any) -> None:
+        st, _, page = await self._raw("GET", "/", auth=False, cap=timings.HERMES_PAGE_CAP)
+        token = token_from_page(page.decode("utf-8", "replace")) if st == 200 else None
+        if token is None:
+            raise _auth_failed()
+        self._token = token   # used as read: no GET /api/profiles first
+        status.add_secret(token)
+        self._account_mode = False
+    return _read_page_token
+
+
+def _without_hermes_url_rule(orig: Any) -> Any:
+    from runner_ref.config import MSG_HERMES_URL
+    return tuple(rule for rule in orig if rule[1] != MSG_HERMES_URL)
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("polls-after-stop", "config-process",
             "Sends one more poll during its graceful stop, after the signal.",
@@ -117,4 +145,17 @@ CONTROLS: tuple[Control, ...] = (
             "Takes any {ok:true} bind answer as bound, without native_tools:true.",
             "tools announced to a Hermes build that cannot serve them (silent no-op tools)",
             "runner_ref.hermes:HermesClient.post_json", ("TT-904",), _trust_any_bind),
+    Control("session-token-cached-on-disk", "secrets",
+            "Writes the Hermes session token to a cache file in its working directory.",
+            "a credential cache readable by whoever can read the directory (or a backup)",
+            "runner_ref.hermes:HermesClient._read_page_token", ("SEC-901",), _token_cache),
+    Control("unvalidated-session-token", "secrets",
+            "Uses the token read from Hermes' page without validating it first.",
+            "a scraped credential trusted blindly (a wrong page's token sent everywhere)",
+            "runner_ref.hermes:HermesClient._read_page_token", ("SEC-902",),
+            _unvalidated_token),
+    Control("hermes-url-userinfo-accepted", "secrets",
+            "Accepts a hermesURL with userinfo (and a query or fragment).",
+            "credentials in a URL, silently dropped or sent where they were not meant to go",
+            "runner_ref.config:URL_RULES", ("SEC-905",), _without_hermes_url_rule),
 )

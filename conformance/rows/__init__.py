@@ -19,6 +19,7 @@ from . import (
     secrets,
     spec_extra,
     spec_extra_gateway,
+    spec_extra_hermes,
     spec_extra_process,
     team_tools,
     wire,
@@ -43,4 +44,5 @@ ALL_ROWS: tuple[Case, ...] = (
     *spec_extra.ROWS,
     *spec_extra_process.ROWS,
     *spec_extra_gateway.ROWS,
+    *spec_extra_hermes.ROWS,
 )

@@ -127,3 +127,42 @@ async def _native_tools() -> bool:
     _, reply = await HermesClient.post_json(NS(request=request),  # type: ignore[arg-type]
                                             "/api/plugins/yaoyao-bot-bridge/bind", {})
     return reply.get("native_tools") is True
+
+
+def _page_client(seen: list[str]) -> Any:
+    async def _raw(method: str, path: str, **_: Any) -> Any:
+        seen.append(f"{method} {path}")
+        if path == "/":
+            return 200, {}, b'<script>window.__HERMES_SESSION_TOKEN__="' + b"t" * 40 + b'";</script>'
+        return 200, {}, b"[]"
+    return NS(_raw=_raw, _token=None, _account_mode=True)
+
+
+@probe("session-token-cached-on-disk")
+async def _token_cached() -> bool:
+    import os
+    import tempfile
+
+    from runner_ref.hermes import HermesClient
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            await HermesClient._read_page_token(_page_client([]))  # type: ignore[arg-type]
+            return bool(os.listdir(tmp))
+        finally:
+            os.chdir(here)
+
+
+@probe("unvalidated-session-token")
+async def _unvalidated() -> bool:
+    from runner_ref.hermes import HermesClient
+    seen: list[str] = []
+    await HermesClient._read_page_token(_page_client(seen))  # type: ignore[arg-type]
+    return "GET /api/profiles" not in seen
+
+
+@probe("hermes-url-userinfo-accepted")
+def _userinfo() -> bool:
+    from nc_probes import _accepts
+    return _accepts(hermesURL="http://u:p@127.0.0.1:9119")
