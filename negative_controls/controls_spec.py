@@ -102,6 +102,24 @@ def _without_hermes_url_rule(orig: Any) -> Any:
     return tuple(rule for rule in orig if rule[1] != MSG_HERMES_URL)
 
 
+def _claim_ignoring_errors(orig: Any) -> Any:
+    async def claim(self: Any, command_id: str, fingerprint: str, created_ms: int) -> Any:
+        try:
+            return await orig(self, command_id, fingerprint, created_ms)
+        except Exception:   # noqa: BLE001 - "the ledger is best effort": treated as a new id
+            return None
+    return claim
+
+
+def _close_all_forgetting(orig: Any) -> Any:
+    async def close_all(self: Any) -> None:
+        chans = list(self.channels.values())
+        self.channels.clear()   # closed, but their ids are not tombstoned
+        await asyncio.gather(*(self._close_tracked(ch) for ch in chans),
+                             *list(self._background), return_exceptions=True)
+    return close_all
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("polls-after-stop", "config-process",
             "Sends one more poll during its graceful stop, after the signal.",
@@ -158,4 +176,12 @@ CONTROLS: tuple[Control, ...] = (
             "Accepts a hermesURL with userinfo (and a query or fragment).",
             "credentials in a URL, silently dropped or sent where they were not meant to go",
             "runner_ref.config:URL_RULES", ("SEC-905",), _without_hermes_url_rule),
+    Control("ledger-failure-executes", "receipts",
+            "Treats a ledger it cannot write as 'no row yet' and executes the command.",
+            "best-effort bookkeeping: a locked or full database silently drops the receipt",
+            "runner_ref.ledger_store:LedgerStore.claim", ("INC-901",), _claim_ignoring_errors),
+    Control("no-tombstone-on-disconnect", "generations",
+            "A local disconnect closes its channels without tombstoning their ids.",
+            "a late open of an old generation's channel revives it after a reconnect",
+            "runner_ref.gateway:Gateways.close_all", ("GEN-902",), _close_all_forgetting),
 )

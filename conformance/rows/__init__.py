@@ -21,6 +21,7 @@ from . import (
     spec_extra_gateway,
     spec_extra_hermes,
     spec_extra_process,
+    spec_extra_state,
     team_tools,
     wire,
 )
@@ -45,4 +46,5 @@ ALL_ROWS: tuple[Case, ...] = (
     *spec_extra_process.ROWS,
     *spec_extra_gateway.ROWS,
     *spec_extra_hermes.ROWS,
+    *spec_extra_state.ROWS,
 )

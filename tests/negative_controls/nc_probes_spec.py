@@ -166,3 +166,26 @@ async def _unvalidated() -> bool:
 def _userinfo() -> bool:
     from nc_probes import _accepts
     return _accepts(hermesURL="http://u:p@127.0.0.1:9119")
+
+
+@probe("ledger-failure-executes")
+async def _claim_errors() -> bool:
+    from runner_ref.ledger_store import LedgerStore
+
+    async def _submit(*_a: Any) -> Any:
+        raise RuntimeError("database is locked")
+    try:
+        await LedgerStore.claim(NS(_submit=_submit), "c", "f", 0)  # type: ignore[arg-type]
+    except RuntimeError:
+        return False
+    return True
+
+
+@probe("no-tombstone-on-disconnect")
+async def _disconnect_tombstones() -> bool:
+    from runner_ref.gateway import Gateways
+    stones: list[str] = []
+    me = NS(channels={"a": NS(id="a")}, _tombstone=stones.append, _close_tracked=_noop,
+            _background=set())
+    await Gateways.close_all(me)  # type: ignore[arg-type]
+    return not stones
