@@ -120,6 +120,38 @@ def _close_all_forgetting(orig: Any) -> Any:
     return close_all
 
 
+class _Following:
+    """A client session whose requests follow redirects, whatever the caller asked."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["allow_redirects"] = True
+        return self._session.request(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+def _follows_redirects(orig: Any) -> Any:
+    return lambda self: _Following(orig(self))
+
+
+def _reads_error_text(orig: Any) -> Any:
+    from runner_ref import codes
+    from runner_ref.errors import ServerError
+
+    async def _request(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await orig(self, *args, **kwargs)
+        except ServerError as exc:
+            if "unauthorized" in exc.message.lower():   # matched on the text
+                raise ServerError(exc.status, codes.UNAUTHORIZED.code, exc.message) from None
+            raise
+    return _request
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("polls-after-stop", "config-process",
             "Sends one more poll during its graceful stop, after the signal.",
@@ -184,4 +216,13 @@ CONTROLS: tuple[Control, ...] = (
             "A local disconnect closes its channels without tombstoning their ids.",
             "a late open of an old generation's channel revives it after a reconnect",
             "runner_ref.gateway:Gateways.close_all", ("GEN-902",), _close_all_forgetting),
+    Control("follows-redirects", "wire",
+            "Its machine-API client follows HTTP redirects.",
+            "a redirect (proxy, captive portal, hostile server) sends the token elsewhere",
+            "runner_ref.machine_client:MachineClient._http", ("WIR-903",), _follows_redirects),
+    Control("acts-on-error-text", "wire",
+            "Takes any error whose text mentions 'unauthorized' as runner_unauthorized.",
+            "string-matching error messages: a reworded message changes the behaviour",
+            "runner_ref.machine_client:MachineClient._request", ("WIR-904",),
+            _reads_error_text),
 )

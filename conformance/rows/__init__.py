@@ -22,6 +22,7 @@ from . import (
     spec_extra_hermes,
     spec_extra_process,
     spec_extra_state,
+    spec_extra_wire,
     team_tools,
     wire,
 )
@@ -47,4 +48,5 @@ ALL_ROWS: tuple[Case, ...] = (
     *spec_extra_gateway.ROWS,
     *spec_extra_hermes.ROWS,
     *spec_extra_state.ROWS,
+    *spec_extra_wire.ROWS,
 )

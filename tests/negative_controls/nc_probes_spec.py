@@ -189,3 +189,35 @@ async def _disconnect_tombstones() -> bool:
             _background=set())
     await Gateways.close_all(me)  # type: ignore[arg-type]
     return not stones
+
+
+@probe("follows-redirects")
+def _follows() -> bool:
+    from runner_ref.machine_client import MachineClient
+    me = NS(_session=NS(closed=False, request=lambda *a, **k: k))
+    sent = MachineClient._http(me).request("GET", "x", allow_redirects=False)  # type: ignore[arg-type]
+    return sent["allow_redirects"] is True
+
+
+@probe("acts-on-error-text")
+async def _error_text() -> bool:
+    from runner_ref.errors import ServerError
+    from runner_ref.machine_client import MachineClient
+    body = b'{"error":"runner_unauthorized: revoked","code":"runner_instance_changed"}'
+
+    async def read() -> bytes:
+        return body
+
+    class _Answer:
+        async def __aenter__(self) -> Any:
+            return NS(status=403, content_length=len(body), content=NS(read=read))
+
+        async def __aexit__(self, *exc: object) -> bool:
+            return False
+    me = NS(_http=lambda: NS(request=lambda *a, **k: _Answer()), _base="",
+            _timeout=lambda t: None)
+    try:
+        await MachineClient._request(me, "GET", "poll", {}, None, 1.0)  # type: ignore[arg-type]
+    except ServerError as exc:
+        return exc.code == "runner_unauthorized"
+    return False
