@@ -152,6 +152,14 @@ def _reads_error_text(orig: Any) -> Any:
     return _request
 
 
+def _no_deadline_means_forever(orig: Any) -> Any:
+    def deadline_ok(expires_at: Any, now_ms: int) -> bool:
+        if not isinstance(expires_at, int | float) or isinstance(expires_at, bool):
+            return True   # "no deadline given": run it
+        return bool(orig(expires_at, now_ms))
+    return deadline_ok
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("polls-after-stop", "config-process",
             "Sends one more poll during its graceful stop, after the signal.",
@@ -225,4 +233,8 @@ CONTROLS: tuple[Control, ...] = (
             "string-matching error messages: a reworded message changes the behaviour",
             "runner_ref.machine_client:MachineClient._request", ("WIR-904",),
             _reads_error_text),
+    Control("missing-deadline-runs", "wire",
+            "Runs a command whose expiresAt is missing or not a number (no deadline = forever).",
+            "a lenient parser turning a malformed deadline into none: stale work runs late",
+            "runner_ref.poll_loop:deadline_ok", ("WIR-905",), _no_deadline_means_forever),
 )

@@ -14,4 +14,9 @@ ROWS: tuple[Case, ...] = (
     Case("WIR-904", "MUST", "The runner MUST act on the code of an error, not on its text or "
          "status: a 403 whose code is runner_instance_changed and whose text says "
          "runner_unauthorized leads to a reconnect, not an exit.", "2.1 Transport", _WIR),
+    Case("WIR-905", "MUST", "A command whose expiresAt is missing or not a number MUST NOT be "
+         "executed, even when its admit would be granted.", "4.3", _WIR),
+    Case("LIM-905", "SHOULD", "The runner SHOULD read at most 40 MiB of a response: a poll "
+         "answer over 40 MiB is a failed poll, and the command in it is not acted on.",
+         "2.1 Transport", "limits and bad input"),
 )

@@ -221,3 +221,9 @@ async def _error_text() -> bool:
     except ServerError as exc:
         return exc.code == "runner_unauthorized"
     return False
+
+
+@probe("missing-deadline-runs")
+def _missing_deadline() -> bool:
+    from runner_ref import poll_loop
+    return bool(poll_loop.deadline_ok(None, 0)) or bool(poll_loop.deadline_ok("soon", 0))
