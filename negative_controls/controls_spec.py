@@ -160,6 +160,19 @@ def _no_deadline_means_forever(orig: Any) -> Any:
     return deadline_ok
 
 
+def _helper_with_token(orig: Any) -> Any:
+    import os
+    import subprocess
+
+    async def _retire_now(self: Any) -> None:
+        if getattr(self, "_helper", None) is None:   # a helper process, given the token by env
+            self._helper = subprocess.Popen(
+                ["sleep", "600"], env={**os.environ, "YAOYAO_RUNNER_TOKEN": self.cfg.token},
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        await orig(self)
+    return _retire_now
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("polls-after-stop", "config-process",
             "Sends one more poll during its graceful stop, after the signal.",
@@ -237,4 +250,9 @@ CONTROLS: tuple[Control, ...] = (
             "Runs a command whose expiresAt is missing or not a number (no deadline = forever).",
             "a lenient parser turning a malformed deadline into none: stale work runs late",
             "runner_ref.poll_loop:deadline_ok", ("WIR-905",), _no_deadline_means_forever),
+    Control("token-in-child-env", "secrets",
+            "Starts a helper process with the runner token in its environment.",
+            "credentials in a child's environment: readable in /proc, inherited, logged by crash "
+            "reporters",
+            "runner_ref.poll_loop:PollLoop._retire_now", ("SEC-906",), _helper_with_token),
 )

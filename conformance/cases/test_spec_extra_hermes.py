@@ -173,3 +173,49 @@ async def test_no_token_mode_with_userinfo(world: Any) -> None:
                actual=outcome_text(out))
     finally:
         await runner.close()
+
+
+def _descendants(pid: int) -> list[int]:
+    """The live descendants of ``pid`` (from /proc; Linux)."""
+    from pathlib import Path
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+@case("SEC-906", hermes_auth="account")
+async def test_no_secret_in_a_child_process(world: Any) -> None:
+    """After an http relay and a channel (account mode: the runner holds the token, the Hermes
+    password and a session cookie), every live descendant process of the runner is read from
+    /proc: no environment or command line holds one of the world's secrets. A runner that
+    starts no child passes.
+
+    fails when: the runner hands its token or the Hermes credentials to a helper process (an
+    env var for a plugin, a --token argument), where any local user can read the command line
+    and the process's children inherit the environment."""
+    from pathlib import Path
+    _, out = await http(world, "/api/config", profile="default")
+    expect(out.ok, expected="GET /api/config relayed", actual=outcome_text(out))
+    ch = await world.cp.open_channel(world.runner_id)
+    await new_session(world, ch)
+    leaks = []
+    for pid in _descendants(world.runner.pid):
+        for part in ("environ", "cmdline"):
+            try:
+                data = (Path("/proc") / str(pid) / part).read_bytes()
+            except OSError:
+                continue
+            names = [name for name, value in world.secrets.items() if value.encode() in data]
+            leaks += [f"pid {pid} {part}: {n}" for n in names]
+    expect(not leaks, expected="no secret in a child process's environment or command line",
+           actual=leaks)

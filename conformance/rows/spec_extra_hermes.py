@@ -19,4 +19,7 @@ ROWS: tuple[Case, ...] = (
     Case("SEC-905", "MUST", "The runner MUST NOT use token mode with a hermesURL that carries "
          "userinfo: it refuses the file (exit 1) or relays nothing that needs the token.",
          "8.1", _SEC),
+    Case("SEC-906", "MUST", "The runner MUST NOT pass the runner token, the Hermes password or "
+         "the Hermes session token to a child process's environment or command line.",
+         "1.5", _SEC),
 )

@@ -227,3 +227,19 @@ async def _error_text() -> bool:
 def _missing_deadline() -> bool:
     from runner_ref import poll_loop
     return bool(poll_loop.deadline_ok(None, 0)) or bool(poll_loop.deadline_ok("soon", 0))
+
+
+@probe("token-in-child-env")
+async def _child_env() -> bool:
+    from runner_ref.poll_loop import PollLoop
+
+    async def retire(*_a: Any) -> None:
+        return None
+    me = NS(cfg=NS(token="t" * 40), store=NS(retire=retire), _helper=None)
+    await PollLoop._retire_now(me)  # type: ignore[arg-type]
+    helper = me._helper
+    if helper is None:
+        return False
+    helper.kill()
+    helper.wait()
+    return True
