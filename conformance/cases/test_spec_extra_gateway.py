@@ -232,3 +232,31 @@ async def test_bind_without_native_tools_is_unavailable(world: Any) -> None:
     expect(not out.ok and out.code == "team_tools_unavailable",
            expected="a bind without native_tools:true → team_tools_unavailable",
            actual=outcome_text(out))
+
+
+@case("CAN-902")
+async def test_create_in_flight_at_close_is_uncertain(world: Any) -> None:
+    """Hermes holds a session.create (pause point before it); gateway.close of its channel;
+    the create's result, as the runner posts it, is runner_command_uncertain (the session may
+    exist in Hermes).
+
+    fails when: the runner answers the interrupted create with another code
+    (runner_connection_closed, runner_error) that says nothing was done."""
+    from ._helpers_wire import posted_code
+
+    cp = world.cp
+    ch = await cp.open_channel(world.runner_id)
+    pause = world.hermes.pause_at("before session.create")
+    handle = await cp.submit_rpc(ch, "session.create", {"profile": "default", "cols": 100})
+    try:
+        await pause.reached(timeout=WAIT)
+        closed = await cp.close_channel(ch)
+        expect_ok(world, closed, what="gateway.close", needles=[ch.connection_id])
+    finally:
+        pause.release()
+    ex = await world.runner.guard(cp.history.wait_for(
+        lambda e: e.route == "result" and e.command_id == handle.id, timeout=WAIT + 1),
+        "the create's result post", WAIT)
+    expect(posted_code(ex) == "runner_command_uncertain",
+           expected="the interrupted session.create answered runner_command_uncertain",
+           actual=posted_code(ex) or "a result", witness=witness(world, handle.id))

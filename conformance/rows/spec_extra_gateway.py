@@ -30,4 +30,6 @@ ROWS: tuple[Case, ...] = (
          "6.3", _TT, feature="team-tools"),
     Case("TT-904", "MUST", "A first bind whose answer lacks native_tools: true MUST be refused "
          "with team_tools_unavailable.", "6.4", _TT, feature="team-tools"),
+    Case("CAN-902", "SHOULD", "If the channel closes while a session.create is in flight, the "
+         "runner SHOULD answer it runner_command_uncertain.", "3.3", "cancel races"),
 )
