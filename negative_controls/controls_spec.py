@@ -77,7 +77,7 @@ def _trust_any_bind(orig: Any) -> Any:
 def _token_cache(orig: Any) -> Any:
     async def _read_page_token(self: Any) -> None:
         await orig(self)
-        with open("hermes-token.cache", "w", encoding="utf-8") as f:   # in the working dir
+        with open("hermes-token.cache", "w", encoding="utf-8") as f:  # noqa: ASYNC230 - the bug
             f.write(self._token or "")
     return _read_page_token
 
@@ -166,7 +166,7 @@ def _helper_with_token(orig: Any) -> Any:
 
     async def _retire_now(self: Any) -> None:
         if getattr(self, "_helper", None) is None:   # a helper process, given the token by env
-            self._helper = subprocess.Popen(
+            self._helper = subprocess.Popen(  # noqa: ASYNC220 - the bug is the helper itself
                 ["sleep", "600"], env={**os.environ, "YAOYAO_RUNNER_TOKEN": self.cfg.token},
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         await orig(self)

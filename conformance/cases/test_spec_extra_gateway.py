@@ -154,7 +154,7 @@ async def test_download_reaches_hermes_as_its_realpath(world: Any) -> None:
     expect(out.ok, expected="the download through an in-root symlink is relayed",
            actual=outcome_text(out))
     asked = [e.detail.get("path") for e in effects_of(world, "file.read", after_seq=mark)]
-    real = os.path.realpath(target)
+    real = str(target.resolve())
     expect(asked == [real], expected=f"Hermes asked for the realpath {real}", actual=asked)
 
 

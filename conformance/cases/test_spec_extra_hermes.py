@@ -15,7 +15,6 @@ from conformance.marks import case
 from conformance.verdict import expect
 
 from ._helpers_channels import (
-    WAIT,
     HermesProxy,
     _Stoppable,
     effects_of,
@@ -37,6 +36,10 @@ class RecordingProxy(HermesProxy):
         super().__init__(upstream_port)
         self.token = token.encode()
         self.requests: list[tuple[str, bool]] = []
+
+    async def start(self) -> RecordingProxy:
+        await super().start()
+        return self
 
     async def _upstream(self, src: Any, dst: Any) -> None:
         try:

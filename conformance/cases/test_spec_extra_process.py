@@ -124,7 +124,8 @@ async def test_connected_polls_carry_no_reset(world: Any) -> None:
     polls = []
     for _ in range(3):
         ex = await world.runner.guard(cp.history.wait_for(
-            lambda e: e.route == "poll" and e.seq > after, timeout=NEXT_POLL + 1, after_seq=after),
+            lambda e, a=after: e.route == "poll" and e.seq > a, timeout=NEXT_POLL + 1,
+            after_seq=after),
             "the next poll", NEXT_POLL)
         polls.append(ex)
         after = ex.seq
@@ -171,7 +172,7 @@ async def test_next_poll_follows_the_answer(world: Any) -> None:
     for _ in range(4):
         prev = answered
         try:
-            nxt = await cp.history.wait_for(lambda e: e.route == "poll" and e.seq > prev.seq,
+            nxt = await cp.history.wait_for(lambda e, p=prev: e.route == "poll" and e.seq > p.seq,
                                             timeout=NEXT_POLL, after_seq=prev.seq)
         except TimeoutError:
             nxt = None

@@ -47,6 +47,10 @@ class CannedTap(HeaderTap):
         out = answer(request)
         return await out if inspect.isawaitable(out) else out
 
+    async def __aenter__(self) -> CannedTap:
+        await super().__aenter__()
+        return self
+
     async def forward(self, request: Any) -> Any:
         return await super()._forward(request)
 

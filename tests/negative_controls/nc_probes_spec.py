@@ -195,7 +195,8 @@ async def _disconnect_tombstones() -> bool:
 def _follows() -> bool:
     from runner_ref.machine_client import MachineClient
     me = NS(_session=NS(closed=False, request=lambda *a, **k: k))
-    sent = MachineClient._http(me).request("GET", "x", allow_redirects=False)  # type: ignore[arg-type]
+    sent: Any = MachineClient._http(me).request(  # type: ignore[arg-type]
+        "GET", "x", allow_redirects=False)
     return sent["allow_redirects"] is True
 
 
