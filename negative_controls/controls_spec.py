@@ -173,6 +173,14 @@ def _helper_with_token(orig: Any) -> Any:
     return _retire_now
 
 
+def _status_ignores_computer(orig: Any) -> Any:
+    def plan_http(payload: Any, allowed_profiles: Any, artifact_roots: Any) -> Any:
+        if isinstance(payload, dict) and payload.get("path") == "/api/status":
+            payload = {k: v for k, v in payload.items() if k != "computer"}   # "public anyway"
+        return orig(payload, allowed_profiles, artifact_roots)
+    return plan_http
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("polls-after-stop", "config-process",
             "Sends one more poll during its graceful stop, after the signal.",
@@ -255,4 +263,8 @@ CONTROLS: tuple[Control, ...] = (
             "credentials in a child's environment: readable in /proc, inherited, logged by crash "
             "reporters",
             "runner_ref.poll_loop:PollLoop._retire_now", ("SEC-906",), _helper_with_token),
+    Control("computer-status-relayed", "permission",
+            "Relays GET /api/status of its own Hermes for a command that targets a computer.",
+            "a request meant for another machine answered by this one (wrong-target answers)",
+            "runner_ref.http_kind:plan_http", ("PERM-901",), _status_ignores_computer),
 )

@@ -244,3 +244,15 @@ async def _child_env() -> bool:
     helper.kill()
     helper.wait()
     return True
+
+
+@probe("computer-status-relayed")
+def _computer_status() -> bool:
+    from runner_ref import http_kind
+    from runner_ref.errors import CommandError
+    try:
+        http_kind.plan_http({"path": "/api/status", "method": "GET", "computer": {"id": "vm"}},
+                            ("default",), ())
+    except CommandError:
+        return False
+    return True
