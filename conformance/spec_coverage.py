@@ -6,7 +6,8 @@ Rules of this module:
 - It is covered when it carries a tag ``[cases: GEN-003, DED-001]``, inside the sentence or
   right after its full stop. Every ID in a tag must be in the catalogue.
 - Fenced code blocks, HTML comments and headings are not prose and are skipped; table rows and
-  list items are prose (each is its own sentence group).
+  list items are prose (each is its own sentence group). An inline code span (`` `MUST` ``,
+  `` `[cases: …]` ``) quotes text, it does not use it: its keywords and tags do not count.
 - Findings are data: line, sentence, problem. ``python -m conformance spec-coverage FILE`` prints
   them and exits 1 when there are any.
 """
@@ -24,6 +25,7 @@ from .catalogue import CATALOGUE, Catalogue
 NORMATIVE = re.compile(r"\b(MUST|SHOULD|REQUIRED|SHALL)\b")
 TAG = re.compile(r"\[cases:\s*([^\]]*)\]")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\[(])")
+CODE_SPAN = re.compile(r"`[^`]*`")
 
 
 @dataclass(frozen=True)
@@ -108,12 +110,13 @@ def check(text: str, catalogue: Catalogue = CATALOGUE) -> list[Finding]:
     findings: list[Finding] = []
     for block in _blocks(text):
         for line, sentence in sentences(block):
-            tags = TAG.findall(sentence)
+            prose = CODE_SPAN.sub("", sentence)
+            tags = TAG.findall(prose)
             ids = [i.strip() for t in tags for i in t.split(",") if i.strip()]
             for case_id in ids:
                 if case_id not in catalogue:
                     findings.append(Finding(line, sentence, f"unknown case {case_id}"))
-            if NORMATIVE.search(TAG.sub("", sentence)) and not ids:
+            if NORMATIVE.search(TAG.sub("", prose)) and not ids:
                 findings.append(Finding(line, sentence, "normative sentence without case IDs"))
     return findings
 

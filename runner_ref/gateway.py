@@ -205,7 +205,14 @@ class Gateways:
                     profile=profile, stored_id=stored if isinstance(stored, str) else None,
                     running=result.get("running") is True)
 
-        result = await ch.call(method, params, on_result=own)
+        try:
+            result = await ch.call(method, params, on_result=own)
+        except CommandError as exc:
+            if exc.code != codes.CONNECTION_CLOSED.code:
+                raise
+            # sent, then the channel closed: the session may exist in Hermes (§3.3)
+            raise CommandError.of(codes.COMMAND_UNCERTAIN, "channel closed during the call") \
+                from None
         if ch.closed or self.channels.get(ch.id) is not ch:
             raise CommandError.of(codes.COMMAND_UNCERTAIN, "channel closed during the call")
         return result

@@ -5,7 +5,8 @@ Rules, in order:
    has no VM, so 409 ``memory_extraction_unavailable``.
 2. ``/api/computer/capabilities`` → ``requireProfile``, then 409 ``computer_unavailable``.
 3. a ``computer`` target: ``/api/files/download`` → 409 ``computer_artifact_required``; session
-   messages → 403 ``computer_unavailable`` (no VM here).
+   messages → 403 ``computer_unavailable``; any other path → 409 ``computer_unavailable`` (no VM
+   here: a core runner refuses every request with a ``computer`` target).
 4. only GET of the paths in :data:`runner_ref.allowlists.HTTP_GET_PATHS` (403
    ``runner_http_forbidden``); the profile (search ``profile``, default ``default``) must be
    allowed except for status and profiles; downloads must resolve inside ``artifactRoots``
@@ -56,6 +57,7 @@ def plan_http(payload: dict[str, Any], allowed_profiles: tuple[str, ...],
             raise CommandError.of(codes.COMPUTER_ARTIFACT_REQUIRED)
         if SESSION_MESSAGES_RE.match(path):
             raise CommandError.of(codes.COMPUTER_MESSAGES_UNAVAILABLE)
+        raise CommandError.of(codes.COMPUTER_UNAVAILABLE)   # any other path: no VM here
     name, needs_profile = http_route(method, path)
     assert isinstance(path, str)
     if needs_profile:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +97,10 @@ class LedgerStore:
 
     @classmethod
     async def open(cls, path: str) -> LedgerStore:
+        # 0600 before SQLite opens it: its -wal and -shm files take the database file's mode.
+        if path != ":memory:":  # SQLite's name for a database with no file
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+            os.chmod(path, 0o600)
         db = await aiosqlite.connect(path, isolation_level=None)
         await db.execute("PRAGMA journal_mode=WAL")
         await db.execute("PRAGMA synchronous=FULL")

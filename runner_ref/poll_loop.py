@@ -222,11 +222,33 @@ class PollLoop:
             return
         cid = cmd["id"]
         if cid in self._handling:
-            return  # already being delivered
+            # already being delivered: a copy is dropped (the original posts the reply), but
+            # another payload is answered idempotency_conflict now (§4.3: before the in-flight
+            # rule, while the original keeps running)
+            if self._conflicts_in_flight(cmd):
+                task = asyncio.create_task(self._post_conflict(cid, epoch))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            return
         self._handling.add(cid)
         task = asyncio.create_task(self._deliver(cmd, epoch))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _conflicts_in_flight(self, cmd: dict[str, Any]) -> bool:
+        flight = self._inflight.get(cmd["id"])
+        if flight is None:
+            return False
+        try:
+            fp = command_fingerprint(cmd)
+        except (TypeError, ValueError, RecursionError):
+            return False
+        return decide(None, flight[0], fp) is DeliveryDecision.CONFLICT
+
+    async def _post_conflict(self, cid: str, epoch: str) -> None:
+        with contextlib.suppress(ServerError):
+            await self.machine.post_encoded("result", result_body(cid, CONFLICT, None),
+                                            epoch=epoch)
 
     async def _deliver(self, cmd: dict[str, Any], epoch: str) -> None:
         cid = cmd["id"]

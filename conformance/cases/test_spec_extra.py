@@ -84,11 +84,12 @@ async def test_core_runner_refuses_a_computer_target(world: Any) -> None:
     command and relays the request to its local Hermes (a GET of /api/status, of session
     messages or a download with a computer target reaches Hermes or answers 200).
 
-    Only the two paths of rules 3 and 3b: the reference runner relays GET /api/status with a
-    computer target (reported to the coordinator; §3.1 says every such request is refused)."""
+    The paths of rules 3 and 3b, and /api/status (allowlisted, no profile check): §3.1 says
+    every request with a computer target is refused, whatever its code."""
     target = {"id": "vm-1"}
     for path, search in (("/api/files/download", "?profile=default&path=%2Ftmp%2Fx"),
-                         ("/api/sessions/s1/messages", "?profile=default")):
+                         ("/api/sessions/s1/messages", "?profile=default"),
+                         ("/api/status", "")):
         since = _last_seq(world)
         out = await _http(world, {"path": path, "method": "GET", "search": search,
                                   "computer": target})

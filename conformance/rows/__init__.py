@@ -18,6 +18,11 @@ from . import (
     reconnection,
     secrets,
     spec_extra,
+    spec_extra_gateway,
+    spec_extra_hermes,
+    spec_extra_process,
+    spec_extra_state,
+    spec_extra_wire,
     team_tools,
     wire,
 )
@@ -39,4 +44,9 @@ ALL_ROWS: tuple[Case, ...] = (
     *faults.ROWS,
     *hermes_interop.ROWS,
     *spec_extra.ROWS,
+    *spec_extra_process.ROWS,
+    *spec_extra_gateway.ROWS,
+    *spec_extra_hermes.ROWS,
+    *spec_extra_state.ROWS,
+    *spec_extra_wire.ROWS,
 )

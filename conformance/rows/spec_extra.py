@@ -14,7 +14,8 @@ ROWS: tuple[Case, ...] = (
     Case("LIM-901", "MUST", "A core runner MUST refuse memory-extract with 409 "
          "memory_extraction_unavailable, without a Hermes effect.", "3.1 http", _LIM),
     Case("PERM-901", "MUST", "A core runner (no computers) MUST refuse every http request that "
-         "carries a computer target (a download, session messages), without a Hermes effect.",
+         "carries a computer target (a download, session messages, /api/status), without a Hermes "
+         "effect.",
          "3.1 http", _PERM),
     Case("LIM-902", "MUST", "gateway.open MUST accept any lower-case UUID as connectionId, and "
          "MUST refuse one that is already open with a plain error (runner_error), opening no "

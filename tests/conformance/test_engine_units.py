@@ -155,6 +155,16 @@ def test_spec_coverage_on_a_sample_document() -> None:
     ]
 
 
+def test_spec_coverage_code_spans_quote_keywords_and_tags() -> None:
+    cat = Catalogue([Case("GEN-001", "MUST", "x MUST y", "2.4", "generations")])
+    doc = ("- The words `MUST` and `SHOULD` are used as in RFC 2119.\n"
+           "- Each ends with a tag `[cases: …]` naming its cases.\n"
+           "- The runner MUST send `x-runner-reset` [cases: GEN-001].\n"
+           "- The runner SHOULD send `x-runner-features` [cases: ].\n")
+    got = [(f.line, f.problem) for f in spec_coverage.check(doc, cat)]
+    assert got == [(4, "normative sentence without case IDs")]
+
+
 def test_spec_coverage_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = tmp_path / "p.md"
     doc.write_text("The runner MUST exit 0.\n")

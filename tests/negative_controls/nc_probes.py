@@ -363,7 +363,7 @@ async def _inflight() -> bool:
     async def post_encoded(route: str, data: bytes, epoch: str | None = None) -> Any:
         return None
     me = NS(_handling={"a"}, _tasks=set(), _admit_and_execute=_admit_and_execute,
-            machine=NS(post_encoded=post_encoded))
+            machine=NS(post_encoded=post_encoded), _conflicts_in_flight=lambda cmd: False)
     PollLoop._spawn(me, {"id": "a"}, "e")  # type: ignore[arg-type]
     await _yield()
     await asyncio.gather(*me._tasks)

@@ -10,7 +10,7 @@ from negative_controls import seams
 from negative_controls.control import FAMILIES, problems
 from negative_controls.registry import CONTROLS, MINIMUM, RegistryError, check
 
-PREFIXES = {"WIR", "PRM", "SEC", "DED", "INC", "GEN", "REC", "CAN", "ISO", "CFG", "LIM", "TT"}
+PREFIXES = {"WIR", "PRM", "PERM", "SEC", "DED", "INC", "GEN", "REC", "CAN", "ISO", "CFG", "LIM", "TT"}
 
 
 def test_the_table_keeps_its_rules() -> None:

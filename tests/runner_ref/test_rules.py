@@ -142,6 +142,7 @@ def test_http_plan(tree: dict[str, Path]) -> None:
      "computer_artifact_required"),
     ({"path": "/api/sessions/s1/messages", "method": "GET", "computer": {}},
      "computer_unavailable"),
+    ({"path": "/api/status", "method": "GET", "computer": {}}, "computer_unavailable"),
     ({"path": "/api/config", "method": "GET", "search": "profile=nope"},
      "runner_profile_forbidden"),
     ({"path": "/api/sessions", "method": "POST"}, "runner_http_forbidden"),
