@@ -206,7 +206,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("running-never-cleared", "isolation",
             "Never clears a session's running flag on message.complete.",
             "stale busy state: idle sessions interrupted at every close and stop",
-            "runner_ref.gateway:COMPLETION_EVENTS", ("ISO-901",), const(frozenset())),
+            "runner_ref.gateway_channel:COMPLETION_EVENTS", ("ISO-901",), const(frozenset())),
     Control("event-errors-ignored", "reconnection",
             "Drops a frame whose event post failed (other than 410) and carries on.",
             "silent event loss on a flaky control plane, with no reconnect to resync",

@@ -80,8 +80,8 @@ def _close_bound() -> bool:
 
 @probe("running-never-cleared")
 def _running_cleared() -> bool:
-    from runner_ref import gateway
-    return "message.complete" not in gateway.COMPLETION_EVENTS
+    from runner_ref import gateway_channel
+    return "message.complete" not in gateway_channel.COMPLETION_EVENTS
 
 
 @probe("event-errors-ignored")
