@@ -249,9 +249,6 @@ class Store:
         db = await aiosqlite.connect(str(p), isolation_level=None)
         db.row_factory = aiosqlite.Row
         await db.execute("PRAGMA journal_mode=WAL")
-        # WAL + NORMAL: a commit survives the process being killed (what a restart of the fake
-        # server means); only an OS crash could lose the last ones. No fsync on every commit.
-        await db.execute("PRAGMA synchronous=NORMAL")
         await db.execute("PRAGMA busy_timeout=5000")
         await db.executescript(_SCHEMA)
         await db.execute(

@@ -73,6 +73,9 @@ EXCEPTIONS: dict[str, tuple[frozenset[str], str]] = {
 
 Tree = Mapping[str, frozenset[str]]
 
+#: One worker parses the tree once (the module fixtures), instead of each xdist worker again.
+pytestmark = pytest.mark.xdist_group("independence")
+
 
 # --- reading the tree -----------------------------------------------------------------------
 
