@@ -13,6 +13,7 @@ Exit codes: 0 every applicable MUST passes or is baselined (and no baseline entr
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -28,7 +29,7 @@ import pytest
 
 from .baseline import BaselineError
 from .baseline import load as load_baseline
-from .catalogue import PROFILES
+from .catalogue import CATALOGUE, PROFILES
 from .plugin import DEFAULT_RUNNER_CMD
 from .results import ResultsError, RunResults
 from .results import load as load_results
@@ -59,7 +60,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cases", metavar="PATTERN", help="case IDs to run, e.g. 'GEN-*,DED-001'")
     p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failing MUST")
     p.add_argument("--out", default="reports", metavar="DIR", help="bundle directory (reports)")
-    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="parallel workers")
+    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="parallel workers (default: the core count, fewer for a small selection)")
     p.add_argument("--runner-file", action="append", default=[], metavar="PATH",
                    help="file whose sha256 goes on the certificate (repeatable)")
     p.add_argument("--hermes", default="scripted", help="scripted | real[:PATH]")
@@ -108,16 +110,38 @@ def check(args: argparse.Namespace) -> None:
         found, reason = resolve_hermes(args.hermes)
         if found is None:
             raise InvocationError(f"--hermes {args.hermes}: {reason}")
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise InvocationError("-j must be at least 1")
+
+
+#: A worker costs about as much as a few cases to start (a Python process importing the suite,
+#: then the collection), so each worker is given at least this many cases.
+CASES_PER_WORKER = 6
+
+
+def default_jobs(args: argparse.Namespace, cores: int | None = None) -> int:
+    """``-j`` when not given: the core count, capped so each worker has ``CASES_PER_WORKER``
+    catalogued cases of the selection (``--profile``, ``--cases``); another catalogue or suite
+    is not counted (the core count)."""
+    cores = max(1, cores if cores is not None else (os.cpu_count() or 1))
+    if args.catalogue or args.suite:
+        return cores
+    patterns = [p.strip() for p in (args.cases or "").split(",") if p.strip()]
+    selected = [row for row in CATALOGUE.in_profile(args.profile)
+                if not patterns or any(fnmatch.fnmatchcase(row.id, p) for p in patterns)]
+    return max(1, min(cores, len(selected) // CASES_PER_WORKER))
 
 
 def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> list[str]:
     if args.suite:
         where = [args.suite]
     else:
+        # Our cases judge with expect()/CaseFailed, never with an assert's introspection, and use
+        # neither respx nor anyio: no assertion rewriting (every module of the distribution would
+        # be rewritten in each worker) and two plugins fewer to import.
         where = ["--pyargs", "conformance.cases",
-                 "--rootdir", str(Path(__file__).resolve().parent.parent)]
+                 "--rootdir", str(Path(__file__).resolve().parent.parent),
+                 "--assert=plain", "-p", "no:respx", "-p", "no:anyio"]
     a = [*where, "-c", str(ini), "-p", "conformance.plugin", "-p", "no:cacheprovider", "-p", "no:benchmark",
          "-p", "no:terminal", "--runner-cmd", cmd, "--hermes", args.hermes,
          "--conformance-profile", args.profile, "--conformance-out", str(out),
@@ -130,7 +154,9 @@ def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> lis
     if args.exitfirst:
         a += ["--conformance-exitfirst"]
     if args.jobs > 1:
-        a += ["-n", str(args.jobs)]
+        # worksteal: a worker that runs dry takes queued cases from the other, so one long
+        # case (a fault-matrix row) near the end does not leave a core idle.
+        a += ["-n", str(args.jobs), "--dist", "worksteal"]
     for f in args.runner_file:
         a += ["--runner-file", f]
     if args.catalogue:
@@ -190,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
         args.runner_cmd = args.runner_cmd or [DEFAULT_RUNNER_CMD]
         check(args)
+        if args.jobs is None:
+            args.jobs = default_jobs(args)
     except InvocationError as exc:
         print(f"certify: error: {exc}", file=sys.stderr)
         return 2

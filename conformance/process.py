@@ -126,12 +126,24 @@ def live_group_members(pgid: int) -> list[int]:
     return found
 
 
+def _group_exists(pgid: int) -> bool:
+    """False when no process (not even a zombie) is left in the group: signal 0 says so
+    without reading every ``/proc/*/stat`` (the common case once the leader is reaped)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 async def _until_gone(pgid: int, bound: float = DRAIN_TIMEOUT) -> None:
     """After the group was SIGKILLed: a member that held no pipe gives no event to await, so
     look at ``/proc`` until none is left (bounded; normally it is empty at the first look)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + bound
-    while live_group_members(pgid) and loop.time() < end:
+    while _group_exists(pgid) and live_group_members(pgid) and loop.time() < end:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)  # one forked while the first kill was delivered
         await asyncio.sleep(0.01)

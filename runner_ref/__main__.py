@@ -14,8 +14,6 @@ import uuid
 
 from . import status
 from .config import ConfigError, load_config
-from .ledger_store import LedgerStore
-from .poll_loop import PollLoop
 from .statedir import LockedError, StateDir, state_dir_for
 
 USAGE = "usage: hermes-runner-ref --config /path/to/runner.json (用法：yaoyao-runner --config /path/to/runner.json)"
@@ -87,6 +85,11 @@ async def _main(config_path: str) -> int:
     except OSError:
         return _fatal("cannot create the state directory")
     try:
+        # Imported once the config is accepted and the state directory locked: a refused start
+        # (usage, config, lock) exits before the HTTP stack (aiohttp) and the ledger are loaded.
+        from .ledger_store import LedgerStore
+        from .poll_loop import PollLoop
+
         try:
             store = await LedgerStore.open(state.ledger_path)
         except Exception:  # noqa: BLE001

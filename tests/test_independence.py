@@ -60,6 +60,9 @@ IO_MODULES = frozenset({
 })
 
 # module → (the I/O modules it may import, why)
+#: One worker parses the tree once (the module fixtures), instead of each xdist worker again.
+pytestmark = pytest.mark.xdist_group("independence")
+
 EXCEPTIONS: dict[str, tuple[frozenset[str], str]] = {
     "runner_ref.timings": (frozenset({"os", "time"}),
                            "reads RUNNER_* overrides from os.environ once; now_ms() is time.time "

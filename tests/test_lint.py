@@ -11,7 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("tool", ["ruff", "mypy"])
+# mypy over the whole tree is the longest single test (tens of seconds of one core): ``slow``,
+# still run by the README's command.
+@pytest.mark.parametrize("tool", ["ruff", pytest.param("mypy", marks=pytest.mark.slow)])
 def test_static_checks_clean(tool: str) -> None:
     if tool == "ruff":
         argv = [sys.executable, "-m", "ruff", "check", "."]

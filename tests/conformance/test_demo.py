@@ -13,6 +13,7 @@ from conformance.adapter import RunnerStartError, TemplateError
 from conformance.demo import main, run_demo
 
 
+@pytest.mark.slow  # end to end: the whole walkthrough, a server restart and reconnect included
 async def test_demo_passes_on_reference_runner(tmp_path: Path) -> None:
     report = await run_demo(f"{sys.executable} -m runner_ref --config {{config}}", tmp_path,
                             quiet=True)
@@ -40,6 +41,7 @@ async def test_demo_fails_fast_on_a_runner_that_never_connects(tmp_path: Path) -
     assert report.exit_code == 0
 
 
+@pytest.mark.slow  # end to end: the whole walkthrough against a leaking runner
 async def test_demo_fails_a_runner_that_prints_its_config(tmp_path: Path) -> None:
     """The secret scan can fail: a runner that echoes runner.json leaks its token; the token is
     not in anything the demo wrote, and the directory that held runner.json is gone."""

@@ -409,6 +409,7 @@ def ensure_lease(srv: Server, client: httpx.Client) -> None:
 FUZZ_SEED = int(os.environ.get("FUZZ_SEED") or random.randrange(2**32))
 
 
+@pytest.mark.slow  # end to end: a seeded fuzz of every machine route over real sockets
 def test_machine_api_survives_bad_input(server: Server) -> None:
     print(f"machine-API fuzz seed={FUZZ_SEED} (replay: FUZZ_SEED={FUZZ_SEED})")
     srv = server

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -106,6 +107,7 @@ async def _rounds(r: Rig, hermes: StubHermes, plan: list[KillPoint]) -> None:
           f"{uncertain} uncertain")
 
 
+@pytest.mark.slow  # end to end: real runners SIGKILLed at drawn points, several restarts each
 @settings(max_examples=examples(ci=2))
 @given(plan=st.lists(kill_points, min_size=ROUNDS, max_size=ROUNDS))
 def test_kill9_at_drawn_points_loses_no_receipt(plan: list[KillPoint]) -> None:

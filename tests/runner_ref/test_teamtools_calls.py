@@ -21,6 +21,7 @@ from runner_ref.errors import CommandError, ServerError
 from runner_ref.teamtools import call_book, call_rules, ids
 from runner_ref.teamtools.call_book import CallBook
 from runner_ref.teamtools.call_rules import Call, ListenerAnswer
+from tests.budget import examples
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5)
@@ -263,4 +264,6 @@ class DedupeMachine(RuleBasedStateMachine):
 
 
 TestDedupeMachine = DedupeMachine.TestCase
-TestDedupeMachine.settings = settings(stateful_step_count=25)
+# Generating nested JSON arguments is the cost (no I/O): sized by the budget like the other
+# expensive machines (tests/budget.py), the full count under the thorough profile.
+TestDedupeMachine.settings = settings(stateful_step_count=25, max_examples=examples(ci=20))
