@@ -14,6 +14,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
@@ -33,10 +34,23 @@ class WorldMachine(RuleBasedStateMachine):
 
     commands = Bundle("commands")
 
+    #: pinned stories (the upstream anchors, protocol-reference §8): name → the steps, called on
+    #: a fresh machine and judged at its teardown like any example (see ``run.run_pins``)
+    pins: ClassVar[dict[str, Callable[[Any], None]]] = {}
+
     def __init__(self) -> None:
         super().__init__()
         self.restarts = 0
+        self.disabled = False
         self.rig.begin()
+
+    @classmethod
+    def prepare(cls, rig: Rig) -> None:
+        """Once per machine run, after the world opened (accounts, sources …)."""
+
+    def live(self) -> bool:
+        """The runner was not disabled in this example (rules that need it online ask)."""
+        return not self.disabled
 
     def call(self, fn: Any, *args: Any) -> Any:
         self.rig.stats.steps += 1
