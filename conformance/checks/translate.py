@@ -294,14 +294,18 @@ def _windows(facts: list[Fact], cmds: dict[str, _Cmd]) -> list[tuple[Fact, float
 
 
 def _with_accounts(facts: list[Fact]) -> list[Fact]:
-    """A delivery acts for the account of the newest queueing of its id before it."""
-    queued: dict[str, str | None] = {}
-    out = []
+    """A delivery acts for the account of the newest queueing of its id before its answer (a
+    long poll is received before the command it carries is queued)."""
+    queued: dict[str, list[Fact]] = {}
     for f in facts:
         if f.kind == "queue" and f.command_id:
-            queued[f.command_id] = f.account
-        elif f.kind == "deliver" and f.command_id and queued.get(f.command_id):
-            f = dataclasses.replace(f, account=queued[f.command_id])
+            queued.setdefault(f.command_id, []).append(f)
+    out = []
+    for f in facts:
+        if f.kind == "deliver" and f.command_id in queued:
+            qs = [q for q in queued[f.command_id] if q.seq < f.at_out]
+            if qs and qs[-1].account:
+                f = dataclasses.replace(f, account=qs[-1].account)
         out.append(f)
     return out
 

@@ -178,7 +178,9 @@ class Rig:
     def facts(self) -> list[Fact]:
         def read() -> tuple[list[Any], list[Any], list[Any]]:
             w = self.world
-            hist = [ex for ex in w.cp.history.entries if ex.seq > self.since]
+            # a long poll received before the example began but answered in it belongs to it
+            hist = [ex for ex in w.cp.history.entries
+                    if ex.seq > self.since or (ex.seq_out or 0) > self.since]
             every = w.cp.lifecycle.entries
             # the epoch current when the example began, so a later poll answer in that same
             # epoch is not taken for an epoch change
