@@ -24,6 +24,8 @@ Source = Literal["control-plane", "hermes", "harness"]
 #: kind → (source, what it means). The rows are documentation and the validity check of ``Fact``.
 KINDS: dict[str, tuple[Source, str]] = {
     "queue": ("control-plane", "the server queued a command (op = kind; account, profile it acts for)"),
+    "poll": ("control-plane", "a poll answered 200 (epoch = its request's epoch header, reason = "
+             "the epoch the answer gave)"),
     "deliver": ("control-plane", "a poll answer carried the command (op = command kind)"),
     "admit": ("control-plane", "the admit of a command was answered (outcome granted|refused)"),
     "result": ("control-plane", "the runner posted a command's result (code = its error code)"),

@@ -436,9 +436,19 @@ def result_epoch(facts: Sequence[Fact]) -> Found:
     """A result is posted under the epoch of a delivery of its command to the posting instance
     (a runner that keeps an older epoch header posts under a stale one)."""
     delivered: dict[tuple[str, str | None], list[Fact]] = defaultdict(list)
+    given: dict[str, Fact] = {}  # instance → the newest poll answer (it gave an epoch)
     cands: list[Cand] = []
-    for f in facts:
-        if f.indeterminate or f.command_id is None:
+    for f in sorted(facts, key=lambda x: x.at_out if x.kind == "poll" else x.seq):
+        if f.indeterminate:
+            continue
+        if f.kind == "poll" and f.instance:
+            g = given.get(f.instance)
+            if g is not None and f.epoch and g.reason and f.epoch != g.reason and g.at_out < f.seq:
+                cands.append((f.seq, (g, f), f"given {g.reason}, polled under {f.epoch}"))
+            if f.reason:
+                given[f.instance] = f
+            continue
+        if f.command_id is None:
             continue
         if f.kind == "deliver" and f.epoch:
             delivered[(f.command_id, f.instance)].append(f)
@@ -471,7 +481,8 @@ INVARIANTS: tuple[Invariant, ...] = (
               profiles_intersection),
     Invariant("INV-10", "a command id delivered again with another payload is answered "
               "idempotency_conflict, never from the ledger", fingerprint_conflict),
-    Invariant("INV-11", "a result is posted under the epoch its command was delivered in",
+    Invariant("INV-11", "a result is posted under the epoch its command was delivered in, a poll "
+              "under the newest epoch its instance was given", 
               result_epoch),
 )
 BY_ID = {inv.id: inv for inv in INVARIANTS}

@@ -125,6 +125,8 @@ def _exchange_facts(ex: Any, cmds: dict[str, _Cmd], last_fp: dict[str, str]) -> 
     out: list[Fact] = []
     if route == "poll" and status == 200 and isinstance(answer, dict):
         epoch = _str(answer.get("epoch"))
+        out.append(Fact(seq, "control-plane", "poll", epoch=_get(ex, "request_epoch"),
+                        reason=epoch, **common))
         if epoch:
             out.append(Fact(seq_out or seq, "control-plane", "epoch", epoch=epoch, raw=ref))
         for i, c in enumerate(x for x in answer.get("commands") or [] if isinstance(x, dict)):

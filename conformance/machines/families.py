@@ -118,6 +118,12 @@ class Generations(WorldMachine):
 
     @precondition(lambda self: self.live() and self.can_restart())
     @rule()
+    def lease_across_epoch(self) -> None:
+        self.restarts += 1
+        self.call(lambda: races.probe_old_lease(self.rig))
+
+    @precondition(lambda self: self.live() and self.can_restart())
+    @rule()
     def disable_runner(self) -> None:
         """Upstream #16: after disable nothing more runs (commands refused runner_offline); the
         next example registers a fresh runner."""

@@ -78,6 +78,10 @@ def generations_epoch(s: Any) -> None:
     s.replay_same(wire=w)
 
 
+def generations_lease(s: Any) -> None:
+    s.lease_across_epoch()
+
+
 def generations_server(s: Any) -> None:
     w = s.enqueue_http(name="a.txt")
     s.restart_server()
@@ -145,6 +149,7 @@ PINS: dict[str, dict[str, Pin]] = {
                  "completed receipt (INC-004)": receipts_completed,
                  "retired row (INC-005)": receipts_retired},
     "generations": {"channel across an epoch (#17)": generations_epoch,
+                    "lease across an epoch (GEN-002)": generations_lease,
                     "server restart": generations_server,
                     "disable (#16)": generations_disable},
     "reconnection": {"result post fails (REC-004)": reconnection_result,

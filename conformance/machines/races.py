@@ -16,6 +16,8 @@ import asyncio
 import contextlib
 from typing import Any
 
+import aiohttp
+
 from . import actions
 from .actions import WAIT, bounded
 from .rig import Rig
@@ -104,6 +106,58 @@ async def probe_old_channel(rig: Rig) -> None:
                                     and ex.connection_id == ch.connection_id, timeout=WAIT)
 
 
+TOOL = {"id": "probe_tool", "name": "probe", "description": "a probe",
+        "inputSchema": {"type": "object"}}
+
+
+async def _listener(url: str, token: str, path: str, body: dict[str, Any]) -> Any:
+    """One POST to a lease's loopback listener (None when nothing listens any more)."""
+    try:
+        async with aiohttp.ClientSession() as http, http.post(
+                url.rstrip("/") + path, json=body, headers={"Authorization": f"Bearer {token}"},
+                timeout=aiohttp.ClientTimeout(total=WAIT)) as r:
+            return await r.json(content_type=None) if r.status == 200 else None
+    except (aiohttp.ClientError, OSError, ValueError, asyncio.TimeoutError):
+        return None
+
+
+async def probe_old_lease(rig: Rig) -> None:
+    """GEN-002: a bound lease, then a new epoch. The runner must dispose the lease (unbind, its
+    listener closed); if no unbind came within ``CLOSE_BOUND``, the plugin calls the lease's
+    tool: a runner that kept the lease relays the call under the new epoch."""
+    w = rig.world
+    ch = await actions.channel(rig)
+    ids = await actions.session_ids(rig, ch)
+    if ids[0] is None:
+        return
+    lease = await bounded(w.cp.create_lease(
+        ch, profile="default", session={"runtimeId": ids[0], "storedId": ids[1]},
+        tools=[dict(TOOL)], handlers={"*": lambda _tool, _args: {"ok": True}}, check=False))
+    if lease.create_outcome is None or not lease.create_outcome.ok:
+        return
+    if not (await bounded(w.cp.bind_lease(lease))).ok:
+        return
+    binding = dict(w.hermes.bridge.bindings.get(ids[0]) or {})
+    url, token = binding.get("bridge_url"), binding.get("token")
+    if not (isinstance(url, str) and isinstance(token, str)):
+        return
+    w.secrets.add("lease token", token)
+    mark = w.hermes.effects.entries[-1].seq if w.hermes.effects.entries else 0
+    await actions.new_epoch(rig, lambda: w.cp.force_watchdog(w.runner_id))
+    try:
+        await w.hermes.effects.wait_for_count("unbind", 1, timeout=CLOSE_BOUND,
+                                              where=lambda e: e.seq > mark)
+        return
+    except (TimeoutError, asyncio.TimeoutError):
+        pass
+    listing = await _listener(url, token, "/tools/list", {})
+    tools = listing.get("tools") if isinstance(listing, dict) else None
+    if not isinstance(tools, list) or not tools or not isinstance(tools[0], dict):
+        return
+    await _listener(url, token, "/tools/call", {"toolId": tools[0].get("id"), "arguments": {},
+                                                "callId": actions.new_id()})
+
+
 # -- cancel races -------------------------------------------------------------------------------
 async def lease_on(rig: Rig, ch: Any) -> Any:
     """A created lease on a fresh session of ``ch`` (None when the create failed)."""
@@ -155,8 +209,7 @@ async def reopen_closed_channel(rig: Rig, ch: Any) -> None:
     w = rig.world
     if not ch.closed.is_set():
         await bounded(w.cp.close_channel(ch))
-    late = await w.cp.submit(w.runner_id, "gateway.open", {"connectionId": ch.connection_id})
-    await actions.settle_handle(rig, late)
+    await bounded(w.cp.open_channel(w.runner_id, connection_id=ch.connection_id, check=False))
 
 
 async def close_overtakes_admit(rig: Rig, ch: Any) -> None:

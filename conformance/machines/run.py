@@ -65,13 +65,18 @@ def run_pins(bound: type[WorldMachine]) -> int:
     steps, its teardown (the checker). Raises :class:`PinFailed` with the steps as code."""
     for name, pin in bound.pins.items():
         state = bound()
+        failed: BaseException | None = None
         try:
             pin(state)
-            state.teardown()
-        except BaseException as exc:
-            src = inspect.getsource(pin)
-            raise PinFailed(name, f"# pin: {name}\nstate = {bound.__name__}()\n{_body(src)}\n"
-                            "state.teardown()") from exc
+        except BaseException as exc:  # noqa: BLE001 - judged first: a violation explains it
+            failed = exc
+        try:
+            state.teardown()  # the checker, also after a failed step (its facts are the story)
+        except BaseException as exc:  # noqa: BLE001
+            failed = exc
+        if failed is not None:
+            steps = f"# pin: {name}\nstate = {bound.__name__}()\n{_body(inspect.getsource(pin))}"
+            raise PinFailed(name, steps + "\nstate.teardown()") from failed
     return len(bound.pins)
 
 
