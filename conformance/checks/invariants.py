@@ -433,30 +433,43 @@ def fingerprint_conflict(facts: Sequence[Fact]) -> Found:
 
 # -- 11 -----------------------------------------------------------------------------------------
 def result_epoch(facts: Sequence[Fact]) -> Found:
-    """A result is posted under the epoch of a delivery of its command to the posting instance
-    (a runner that keeps an older epoch header posts under a stale one)."""
+    """A result is posted under the epoch of a delivery of its command to the posting instance;
+    an admit or result (its id unread when the gate refused it) under an epoch other than the
+    newest its instance was given, while no command delivered to it under that epoch awaits a
+    result, can only come from a runner that kept an older epoch header."""
     delivered: dict[tuple[str, str | None], list[Fact]] = defaultdict(list)
-    given: dict[str, Fact] = {}  # instance → the newest poll answer (it gave an epoch)
+    by_epoch: dict[tuple[str | None, str], list[Fact]] = defaultdict(list)
+    answered: dict[tuple[str, str | None], list[int]] = defaultdict(list)
+    given: dict[str, Fact] = {}  # instance → the newest poll answer it got (it gave an epoch)
     cands: list[Cand] = []
-    for f in sorted(facts, key=lambda x: x.at_out if x.kind == "poll" else x.seq):
+    order = sorted(facts, key=lambda x: x.at_out if x.kind == "poll" else x.seq)
+    for f in order:
         if f.indeterminate:
             continue
-        if f.kind == "poll" and f.instance:
-            g = given.get(f.instance)
-            if g is not None and f.epoch and g.reason and f.epoch != g.reason and g.at_out < f.seq:
-                cands.append((f.seq, (g, f), f"given {g.reason}, polled under {f.epoch}"))
-            if f.reason:
-                given[f.instance] = f
+        if f.kind == "poll" and f.instance and f.reason:
+            given[f.instance] = f
             continue
-        if f.command_id is None:
-            continue
-        if f.kind == "deliver" and f.epoch:
+        if f.kind == "deliver" and f.epoch and f.command_id:
             delivered[(f.command_id, f.instance)].append(f)
-        elif f.kind == "result" and f.epoch and f.instance:
+            by_epoch[(f.instance, f.epoch)].append(f)
+            continue
+        if f.kind not in ("admit", "result") or not f.epoch or not f.instance:
+            continue
+        if f.kind == "result" and f.command_id:
             ds = [d for d in delivered.get((f.command_id, f.instance), []) if d.at_out < f.seq]
             if ds and f.epoch not in {d.epoch for d in ds}:
                 d = ds[-1]
                 cands.append((f.seq, (d, f), f"delivered under {d.epoch}, posted under {f.epoch}"))
+        g = given.get(f.instance)
+        if g is not None and g.reason != f.epoch and g.at_out < f.seq:
+            pending = [d for d in by_epoch.get((f.instance, f.epoch), []) if d.at_out < f.seq
+                       and not any(d.at_out < s < f.seq
+                                   for s in answered.get((d.command_id or "", f.instance), []))]
+            if not pending:
+                cands.append((f.seq, (g, f), f"given {g.reason}, sent an {f.kind} under "
+                               f"{f.epoch} with no command of that epoch open"))
+        if f.kind == "result" and f.command_id:
+            answered[(f.command_id, f.instance)].append(f.seq)
     return _first(cands)
 
 
@@ -481,8 +494,8 @@ INVARIANTS: tuple[Invariant, ...] = (
               profiles_intersection),
     Invariant("INV-10", "a command id delivered again with another payload is answered "
               "idempotency_conflict, never from the ledger", fingerprint_conflict),
-    Invariant("INV-11", "a result is posted under the epoch its command was delivered in, a poll "
-              "under the newest epoch its instance was given", 
+    Invariant("INV-11", "a result is posted under the epoch its command was delivered in, never "
+              "under a stale one",
               result_epoch),
 )
 BY_ID = {inv.id: inv for inv in INVARIANTS}
