@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, precondition, rule
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, multiple, precondition, rule
 
 from ..checks.render import render
 from . import actions
@@ -104,6 +104,28 @@ class Crashes(WorldMachine):
             rig.world.cp.faults.clear()
             await actions.start(rig)
             return dict(handle.wire)
+
+        return self.call(story)
+
+    @precondition(lambda self: self.can_restart())
+    @rule(target=WorldMachine.commands)
+    def kill_started_and_completed(self) -> Any:
+        """kill -9 while one command is started (its admit held) and another has its result
+        accepted; after the restart both are replayed: the completed one answered from the
+        ledger (INV-6), the started one runner_command_uncertain (INV-7). Returns both wires."""
+        self.restarts += 1
+        rig = self.rig
+
+        async def story() -> Any:
+            held = actions.new_id()
+            h1 = await actions.reach(rig, "http", "after_started", held)
+            h2 = await actions.http(rig, name="b.txt")
+            await actions.kill(rig, "after_started", held)
+            rig.world.cp.faults.clear()
+            await actions.start(rig)
+            await actions.replay(rig, h1.wire)
+            await actions.replay(rig, h2.wire)
+            return multiple(dict(h1.wire), dict(h2.wire))
 
         return self.call(story)
 

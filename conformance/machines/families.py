@@ -111,16 +111,12 @@ class Generations(WorldMachine):
         self.call(lambda: actions.new_epoch(self.rig, fail_poll))
 
     @precondition(lambda self: self.live() and self.can_restart())
-    @rule()
-    def channel_across_epoch(self) -> None:
+    @rule(what=st.sampled_from(["channel", "lease", "both"]))
+    def across_epoch(self, what: str) -> None:
+        """A channel (and a bound lease on its session) across one new epoch."""
         self.restarts += 1
-        self.call(lambda: races.probe_old_channel(self.rig))
-
-    @precondition(lambda self: self.live() and self.can_restart())
-    @rule()
-    def lease_across_epoch(self) -> None:
-        self.restarts += 1
-        self.call(lambda: races.probe_old_lease(self.rig))
+        self.call(lambda: races.across_epoch(self.rig, channel=what != "lease",
+                                             lease=what != "channel"))
 
     @precondition(lambda self: self.live() and self.can_restart())
     @rule()

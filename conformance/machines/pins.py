@@ -56,14 +56,8 @@ def dedupe_twice(s: Any) -> None:
 
 # -- receipts: #14 (runner_command_uncertain for a started row), INC-004 (a completed receipt
 # survives a kill), INC-005 (a retired row is answered uncertain, never run again)
-def receipts_started(s: Any) -> None:
-    w = s.kill_at(point="after_started")
-    s.replay_same(wire=w)
-
-
-def receipts_completed(s: Any) -> None:
-    w = s.kill_at(point="after_result_post")
-    s.replay_same(wire=w)
+def receipts_started_and_completed(s: Any) -> None:
+    s.kill_started_and_completed()
 
 
 def receipts_retired(s: Any) -> None:
@@ -73,13 +67,9 @@ def receipts_retired(s: Any) -> None:
 # -- generations: #17 (a new epoch closes the obsolete gateways; new channels work), #16 (after
 # disable nothing runs), a server restart between a command and its replay
 def generations_epoch(s: Any) -> None:
-    s.channel_across_epoch()
+    s.across_epoch(what="both")
     w = s.enqueue_http(name="a.txt")
     s.replay_same(wire=w)
-
-
-def generations_lease(s: Any) -> None:
-    s.lease_across_epoch()
 
 
 def generations_server(s: Any) -> None:
@@ -145,11 +135,11 @@ PINS: dict[str, dict[str, Pin]] = {
                    "account changes (#13, #19)": permission_account_changes},
     "dedupe": {"ledger reply and conflict (#14)": dedupe_ledger,
                "delivered twice (DED-005)": dedupe_twice},
-    "receipts": {"started row (#14)": receipts_started,
-                 "completed receipt (INC-004)": receipts_completed,
+    "receipts": {"started row and completed receipt (#14, INC-004)":
+                 receipts_started_and_completed,
                  "retired row (INC-005)": receipts_retired},
-    "generations": {"channel across an epoch (#17)": generations_epoch,
-                    "lease across an epoch (GEN-002)": generations_lease,
+    "generations": {"channel and lease across an epoch (#17, GEN-001, GEN-002)":
+                    generations_epoch,
                     "server restart": generations_server,
                     "disable (#16)": generations_disable},
     "reconnection": {"result post fails (REC-004)": reconnection_result,

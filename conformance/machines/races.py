@@ -6,8 +6,9 @@ Rules:
 - A race is staged so both orders are legal for a correct runner and only a bug leaves a fact
   the checker can prove (an effect or an event on a closed channel or lease, an effect without
   a granted admit): the action itself asserts nothing.
-- A probe (``probe_old_channel``) makes Hermes speak on a channel the runner should have closed;
-  it runs only when the channel's Hermes socket is still open after a bounded wait for its close.
+- A probe (``across_epoch``) makes Hermes speak on a channel, or the plugin call a lease, that the
+  runner should have closed; it runs only when the socket is still open (no unbind came) after a
+  bounded wait for the close.
 """
 
 from __future__ import annotations
@@ -81,31 +82,6 @@ async def revoke_while_admit_pending(rig: Rig) -> Any:
 
 
 # -- generations --------------------------------------------------------------------------------
-async def probe_old_channel(rig: Rig) -> None:
-    """Upstream #17: a channel with a live session, then a new epoch (watchdog). The runner must
-    close the channel; if its Hermes socket is still open after ``CLOSE_BOUND``, Hermes sends a
-    frame on the session: a runner that kept the channel forwards it under the new epoch."""
-    w = rig.world
-    ch = await actions.channel(rig)
-    sid = await actions.session(rig, ch)
-    created = await w.hermes.effects.wait_for("session.created", timeout=WAIT, session_id=sid)
-    sock = created.socket_id
-    await actions.new_epoch(rig, lambda: w.cp.force_watchdog(w.runner_id))
-    try:
-        await w.hermes.effects.wait_for("ws.closed", timeout=CLOSE_BOUND, socket_id=sock)
-        return
-    except (TimeoutError, asyncio.TimeoutError):
-        pass
-    live = w.hermes.core.live.get(sid or "")
-    if live is None:
-        return
-    mark = w.cp.history.last_seq
-    await w.hermes.core.emit(live, "message.delta", {"text": "after the epoch"})
-    with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
-        await w.cp.history.wait_for(lambda ex: ex.seq > mark and ex.route == "event"
-                                    and ex.connection_id == ch.connection_id, timeout=WAIT)
-
-
 TOOL = {"id": "probe_tool", "name": "probe", "description": "a probe",
         "inputSchema": {"type": "object"}}
 
@@ -121,29 +97,60 @@ async def _listener(url: str, token: str, path: str, body: dict[str, Any]) -> An
         return None
 
 
-async def probe_old_lease(rig: Rig) -> None:
-    """GEN-002: a bound lease, then a new epoch. The runner must dispose the lease (unbind, its
-    listener closed); if no unbind came within ``CLOSE_BOUND``, the plugin calls the lease's
-    tool: a runner that kept the lease relays the call under the new epoch."""
+async def across_epoch(rig: Rig, *, channel: bool = True, lease: bool = True) -> None:
+    """Upstream #17 / GEN-001 / GEN-002: a channel with a live session (and a bound lease on
+    it), then one new epoch (watchdog). The runner must close the channel and dispose the lease.
+    If the channel's Hermes socket is still open after ``CLOSE_BOUND``, Hermes sends a frame on
+    the session; if no unbind came, the plugin calls the lease's tool: a runner that kept either
+    forwards the frame or relays the call under the new epoch (INV-8)."""
     w = rig.world
     ch = await actions.channel(rig)
     ids = await actions.session_ids(rig, ch)
     if ids[0] is None:
         return
-    lease = await bounded(w.cp.create_lease(
-        ch, profile="default", session={"runtimeId": ids[0], "storedId": ids[1]},
-        tools=[dict(TOOL)], handlers={"*": lambda _tool, _args: {"ok": True}}, check=False))
-    if lease.create_outcome is None or not lease.create_outcome.ok:
+    created = await w.hermes.effects.wait_for("session.created", timeout=WAIT, session_id=ids[0])
+    binding: dict[str, Any] = {}
+    if lease:
+        ls = await bounded(w.cp.create_lease(
+            ch, profile="default", session={"runtimeId": ids[0], "storedId": ids[1]},
+            tools=[dict(TOOL)], handlers={"*": lambda _tool, _args: {"ok": True}}, check=False))
+        if ls.create_outcome is not None and ls.create_outcome.ok and (
+                await bounded(w.cp.bind_lease(ls))).ok:
+            binding = dict(w.hermes.bridge.bindings.get(ids[0]) or {})
+            if isinstance(binding.get("token"), str):
+                w.secrets.add("lease token", binding["token"])
+    mark = w.hermes.effects.entries[-1].seq if w.hermes.effects.entries else 0
+    await actions.new_epoch(rig, lambda: w.cp.force_watchdog(w.runner_id))
+    waits = []
+    if channel:
+        waits.append(_probe_channel(rig, ch, ids[0], created.socket_id))
+    if binding:
+        waits.append(_probe_lease(rig, binding, mark))
+    await asyncio.gather(*waits)
+
+
+async def _probe_channel(rig: Rig, ch: Any, sid: str, sock: str | None) -> None:
+    w = rig.world
+    try:
+        await w.hermes.effects.wait_for("ws.closed", timeout=CLOSE_BOUND, socket_id=sock)
         return
-    if not (await bounded(w.cp.bind_lease(lease))).ok:
+    except (TimeoutError, asyncio.TimeoutError):
+        pass
+    live = w.hermes.core.live.get(sid)
+    if live is None:
         return
-    binding = dict(w.hermes.bridge.bindings.get(ids[0]) or {})
+    mark = w.cp.history.last_seq
+    await w.hermes.core.emit(live, "message.delta", {"text": "after the epoch"})
+    with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+        await w.cp.history.wait_for(lambda ex: ex.seq > mark and ex.route == "event"
+                                    and ex.connection_id == ch.connection_id, timeout=WAIT)
+
+
+async def _probe_lease(rig: Rig, binding: dict[str, Any], mark: int) -> None:
+    w = rig.world
     url, token = binding.get("bridge_url"), binding.get("token")
     if not (isinstance(url, str) and isinstance(token, str)):
         return
-    w.secrets.add("lease token", token)
-    mark = w.hermes.effects.entries[-1].seq if w.hermes.effects.entries else 0
-    await actions.new_epoch(rig, lambda: w.cp.force_watchdog(w.runner_id))
     try:
         await w.hermes.effects.wait_for_count("unbind", 1, timeout=CLOSE_BOUND,
                                               where=lambda e: e.seq > mark)
