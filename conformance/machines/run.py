@@ -10,6 +10,7 @@ Hypothesis has printed the shrunk steps as runnable code by then.
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 from hypothesis import seed as hyp_seed
@@ -83,4 +84,4 @@ def run_pins(bound: type[WorldMachine]) -> int:
 def _body(src: str) -> str:
     """The pin's body with ``s.`` as ``state.`` (runnable like Hypothesis' printed steps)."""
     lines = [ln.strip() for ln in src.splitlines()[1:] if ln.strip()]
-    return "\n".join(ln.replace("s.", "state.", 1) if ln.startswith("s.") else ln for ln in lines)
+    return "\n".join(re.sub(r"\bs\.", "state.", ln) for ln in lines)
