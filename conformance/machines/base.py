@@ -82,6 +82,20 @@ class Dedupe(WorldMachine):
     def replay_other_payload(self, wire: dict[str, Any]) -> None:
         self.call(lambda: actions.replay(self.rig, wire, other=True))
 
+    @rule(target=WorldMachine.commands, path=st.sampled_from(["/api/secret", "/api/sessions"]),
+          method=st.sampled_from(["GET", "POST"]))
+    def enqueue_refused(self, path: str, method: str) -> dict[str, Any]:
+        """An http command the runner must refuse (outside the allowlist): its refusal is a
+        reply like any other, stored and answered again from the ledger (INV-6)."""
+        async def go() -> Any:
+            w = self.rig.world
+            h = await w.cp.submit(w.runner_id, "http", {"path": path, "method": method,
+                                                        "search": "?profile=default"},
+                                  command_id=actions.new_id())
+            return await actions.settle_handle(self.rig, h) and h
+
+        return dict(self.call(go).wire)
+
     @rule(target=WorldMachine.commands, mode=st.sampled_from(["batch", "next_poll"]))
     def deliver_twice(self, mode: str) -> dict[str, Any]:
         self.rig.world.cp.faults.duplicate_deliveries(1, mode=mode)

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, precondition, rule
 
 from . import actions, races
-from .pins import PINS
 from .base import Crashes, Dedupe, WorldMachine
+from .pins import PINS
 
 PROFILES = ("default", "research")
 

@@ -48,6 +48,11 @@ def dedupe_ledger(s: Any) -> None:
     s.replay_same(wire=w)
 
 
+def dedupe_refusal(s: Any) -> None:
+    w = s.enqueue_refused(path="/api/secret", method="POST")
+    s.replay_same(wire=w)
+
+
 def dedupe_twice(s: Any) -> None:
     s.deliver_twice(mode="batch")
     w = s.deliver_twice(mode="next_poll")
@@ -134,7 +139,8 @@ PINS: dict[str, dict[str, Pin]] = {
     "permission": {"outside the config set (#10)": permission_outside_config,
                    "account changes (#13, #19)": permission_account_changes},
     "dedupe": {"ledger reply and conflict (#14)": dedupe_ledger,
-               "delivered twice (DED-005)": dedupe_twice},
+               "delivered twice (DED-005)": dedupe_twice,
+               "a refusal is a stored reply (DED-008)": dedupe_refusal},
     "receipts": {"started row and completed receipt (#14, INC-004)":
                  receipts_started_and_completed,
                  "retired row (INC-005)": receipts_retired},

@@ -93,7 +93,7 @@ async def _listener(url: str, token: str, path: str, body: dict[str, Any]) -> An
                 url.rstrip("/") + path, json=body, headers={"Authorization": f"Bearer {token}"},
                 timeout=aiohttp.ClientTimeout(total=WAIT)) as r:
             return await r.json(content_type=None) if r.status == 200 else None
-    except (aiohttp.ClientError, OSError, ValueError, asyncio.TimeoutError):
+    except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
         return None
 
 
@@ -134,7 +134,7 @@ async def _probe_channel(rig: Rig, ch: Any, sid: str, sock: str | None) -> None:
     try:
         await w.hermes.effects.wait_for("ws.closed", timeout=CLOSE_BOUND, socket_id=sock)
         return
-    except (TimeoutError, asyncio.TimeoutError):
+    except TimeoutError:
         pass
     live = w.hermes.core.live.get(sid)
     if live is None:
@@ -155,7 +155,7 @@ async def _probe_lease(rig: Rig, binding: dict[str, Any], mark: int) -> None:
         await w.hermes.effects.wait_for_count("unbind", 1, timeout=CLOSE_BOUND,
                                               where=lambda e: e.seq > mark)
         return
-    except (TimeoutError, asyncio.TimeoutError):
+    except TimeoutError:
         pass
     listing = await _listener(url, token, "/tools/list", {})
     tools = listing.get("tools") if isinstance(listing, dict) else None

@@ -33,6 +33,7 @@ CATCHERS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "retire-deletes-rows": ("receipts", {"INV-6": ("result", "result"),
                                          "INV-1": ("deliver", "effect", "effect")}),
     "write-behind-receipts": ("receipts", {"INV-6": ("result", "result")}),
+    "refusals-not-stored": ("dedupe", {"INV-6": ("result", "result")}),
     "claim-upserts": ("dedupe", {"INV-1": ("deliver", "effect", "effect")}),
     "ignore-fingerprint": ("dedupe", {"INV-10": ("result", "result")}),
     "rerun-inflight-redelivery": ("dedupe", {"INV-1": ("deliver", "effect", "effect")}),
