@@ -19,7 +19,6 @@ Every cell is judged by the history checker over the facts of that cell alone.
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any
 
 from .checks import Violation
@@ -145,15 +144,7 @@ async def _deadline(rig: Rig, cell: Cell) -> None:
 
 
 async def _retire(rig: Rig, cell: Cell) -> None:
-    w = rig.world
-    assert w.clock is not None and w.runner is not None
-    handle = await actions.http(rig)
-    await w.runner.stop()
-    # the server clock one hour (and a margin) past the runner's clock when it stored the receipt
-    w.clock.advance(time.time() + rig.runner_offset + 3605 - w.clock.now())
-    rig.note("retire")
-    await actions.start(rig, follow_clock=True)
-    out = await actions.replay(rig, handle.wire)
+    _handle, out = await actions.retire(rig)
     if out.code != UNCERTAIN:
         raise CellFailed(cell, f"a one-hour-old receipt answered {out}, not {UNCERTAIN}")
 

@@ -108,7 +108,7 @@ class QueueMixin:
         s.queued_bytes += cmd.size
         cmd.deadline_timer = self.clock.call_at(now + deadline, lambda: self.expire(cmd))
         self.fact("queued", runner_id, command_id=cmd.id, connection_id=cmd.channel_id,
-                  lease_id=cmd.lease_id, detail={"kind": kind})
+                  lease_id=cmd.lease_id, detail={"kind": kind, "account": account, "profile": profile})
         s.wake()
         return cmd
 

@@ -33,6 +33,7 @@ PROPERTY_CONTROLS: tuple[str, ...] = (
     "ignore-fingerprint", "rerun-inflight-redelivery", "write-behind-receipts",
     "result-lost-on-5xx", "keep-channels-on-new-epoch", "keep-leases-on-new-epoch",
     "stale-epoch-header", "no-tombstone", "no-lease-tombstone",
+    "skip-admit", "ignore-admit-false", "http-no-profile-check", "refusals-not-stored",
 )
 
 

@@ -23,6 +23,9 @@ Source = Literal["control-plane", "hermes", "harness"]
 
 #: kind → (source, what it means). The rows are documentation and the validity check of ``Fact``.
 KINDS: dict[str, tuple[Source, str]] = {
+    "queue": ("control-plane", "the server queued a command (op = kind; account, profile it acts for)"),
+    "poll": ("control-plane", "a poll answered 200 (epoch = its request's epoch header, reason = "
+             "the epoch the answer gave)"),
     "deliver": ("control-plane", "a poll answer carried the command (op = command kind)"),
     "admit": ("control-plane", "the admit of a command was answered (outcome granted|refused)"),
     "result": ("control-plane", "the runner posted a command's result (code = its error code)"),
@@ -33,7 +36,8 @@ KINDS: dict[str, tuple[Source, str]] = {
     "revoke": ("control-plane", "a channel, a lease or the account authorization was revoked"),
     "disable": ("control-plane", "the runner was disabled"),
     "close": ("control-plane", "a channel or lease is closed (the close command's ok result)"),
-    "profiles": ("control-plane", "the allowed profiles of one scope (runner|account|source)"),
+    "profiles": ("control-plane", "the allowed profiles of one scope (reason = config|runner|account|"
+                 "source; account names the account)"),
     "effect": ("hermes", "a side effect in Hermes that executes a command (op = effect kind)"),
     "consequence": ("hermes", "a side effect Hermes made on its own (a turn's steps, closes)"),
     "kill": ("harness", "the runner instance was killed (reason = the kill point)"),
@@ -68,6 +72,7 @@ class Fact:
     body: str | None = None  # canonical JSON of a result body (compared across redeliveries)
     fingerprint: str | None = None  # of the command as delivered
     profile: str | None = None  # the profile a command or effect acts for
+    account: str | None = None  # the account a command acts for (queue, deliver, effect, revoke)
     profiles: frozenset[str] | None = None  # the allowed set of a ``profiles`` fact
 
     def __post_init__(self) -> None:

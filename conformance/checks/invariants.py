@@ -183,8 +183,11 @@ def _covers(r: Fact, e: Fact) -> bool:
         return True
     if e.method in STOP_METHODS:
         return False  # stop methods run on a revoked channel (protocol §2.6, upstream test #24)
+    if r.reason == "profiles":  # a profile change revokes what it no longer allows
+        return (r.profiles is not None and e.profile is not None and e.profile not in r.profiles
+                and (r.account is None or r.account == e.account))
     if r.reason in RUNNER_WIDE and not r.connection_id and not r.lease_id:
-        return True
+        return r.account is None or r.account == e.account  # an account's: its commands only
     if r.connection_id is not None and r.connection_id == e.connection_id:
         return True
     return r.lease_id is not None and r.lease_id == e.lease_id
@@ -337,22 +340,136 @@ def closed_stays_closed(facts: Sequence[Fact]) -> Found:
                 cands.append((f.seq, (c, f), f"{f.kind} on a closed "
                                f"{'channel' if c.connection_id else 'lease'}"))
                 break
+    cands += _ended_by_epoch(facts)
     return _first(cands)
 
 
-# -- 9 ------------------------------------------------------------------------------------------
-def profiles_intersection(facts: Sequence[Fact]) -> Found:
+def _ended_by_epoch(facts: Sequence[Fact]) -> list[Cand]:
+    """A new epoch ends every channel and lease of the older ones (protocol §2.4): an event or
+    tool call the runner posts for one *under the new epoch* proves it kept it alive."""
+    born: dict[tuple[str, str], Fact] = {}
+    epochs: dict[str, Fact] = {}
     cands: list[Cand] = []
-    latest: dict[str, Fact] = {}
     for f in facts:
-        if f.kind == "profiles" and f.reason and f.profiles is not None and f.determinate:
-            latest[f.reason] = f
-        elif f.kind == "effect" and f.command_id and f.determinate and f.profile:
-            for scope, p in sorted(latest.items()):
-                assert p.profiles is not None
-                if f.profile not in p.profiles:
-                    cands.append((f.seq, (p, f), f"profile {f.profile} is not in the {scope} set"))
-                    break
+        if f.indeterminate:
+            continue
+        if f.kind == "epoch" and f.epoch:
+            epochs.setdefault(f.epoch, f)
+        elif f.kind == "deliver" and f.epoch:
+            for key in (("channel", f.connection_id), ("lease", f.lease_id)):
+                if key[1] and key not in born:
+                    born[(key[0], key[1])] = f
+        elif f.kind in ("event", "tool") and f.epoch and not (f.kind == "event" and f.op == "closed"):
+            key = ("channel", f.connection_id) if f.kind == "event" else ("lease", f.lease_id)
+            d = born.get((key[0], key[1] or ""))
+            ep = epochs.get(f.epoch)
+            if d is not None and ep is not None and d.epoch != f.epoch and d.seq < ep.seq < f.seq:
+                cands.append((f.seq, (d, ep, f), f"{f.kind} on a {key[0]} of epoch {d.epoch} "
+                               f"under the newer epoch {f.epoch}"))
+    return cands
+
+
+# -- 9 ------------------------------------------------------------------------------------------
+def _latest(sets: list[Fact], scope: str, account: str | None, seq: int) -> Fact | None:
+    found = [p for p in sets if p.reason == scope and p.seq < seq
+             and (scope != "account" or p.account == account)]
+    return found[-1] if found else None
+
+
+def profiles_intersection(facts: Sequence[Fact]) -> Found:
+    """An effect's profile must lie in the runner's own set (its config, as of the effect) and,
+    when the server scoped the command to a profile, in the runner record's, the source's and
+    the account's sets as they stood when the server queued it (a later change is the admit's or
+    the revocation's business, invariant 3)."""
+    sets = [f for f in facts if f.kind == "profiles" and f.reason and f.profiles is not None
+            and f.determinate]
+    queued = _by_command(facts, "queue")
+    cands: list[Cand] = []
+    for e in _effects(facts):
+        if not e.profile:
+            continue
+        p = _latest(sets, "config", None, e.seq)
+        if p is not None and p.profiles is not None and e.profile not in p.profiles:
+            cands.append((e.seq, (p, e), f"profile {e.profile} is not in the runner's config set"))
+            continue
+        qs = [q for q in queued.get(e.command_id or "", []) if q.seq < e.seq and q.profile]
+        if not qs:
+            continue
+        q = qs[-1]
+        for scope in ("runner", "source", *(("account",) if q.account else ())):
+            p = _latest(sets, scope, q.account, q.seq)
+            if p is not None and p.profiles is not None and e.profile not in p.profiles:
+                cands.append((e.seq, (p, q, e), f"profile {e.profile} was not in the {scope} set "
+                               "when the command was queued"))
+                break
+    return _first(cands)
+
+
+# -- 10 -----------------------------------------------------------------------------------------
+CONFLICT = "idempotency_conflict"
+
+
+def fingerprint_conflict(facts: Sequence[Fact]) -> Found:
+    """The row keeps the fingerprint of the first delivery the runner answered; a result for the
+    same id with another fingerprint must be idempotency_conflict (never the stored reply)."""
+    retires = [f.seq for f in facts if f.kind == "retire"]
+    cands: list[Cand] = []
+    for rs in _by_command(facts, "result").values():
+        rs = [r for r in rs if r.determinate and r.fingerprint is not None]
+        first = next((r for r in rs if r.code != CONFLICT), None)
+        if first is None:
+            continue
+        for later in rs:
+            if later.seq <= first.seq or later.fingerprint == first.fingerprint:
+                continue
+            if later.code == CONFLICT or any(first.seq < s < later.seq for s in retires):
+                continue
+            cands.append((later.seq, (first, later),
+                          f"another payload under {later.command_id} answered "
+                          f"{later.code or 'a result'}, not {CONFLICT}"))
+            break
+    return _first(cands)
+
+
+# -- 11 -----------------------------------------------------------------------------------------
+def result_epoch(facts: Sequence[Fact]) -> Found:
+    """A result is posted under the epoch of a delivery of its command to the posting instance;
+    an admit or result (its id unread when the gate refused it) under an epoch other than the
+    newest its instance was given, while no command delivered to it under that epoch awaits a
+    result, can only come from a runner that kept an older epoch header."""
+    delivered: dict[tuple[str, str | None], list[Fact]] = defaultdict(list)
+    by_epoch: dict[tuple[str | None, str], list[Fact]] = defaultdict(list)
+    answered: dict[tuple[str, str | None], list[int]] = defaultdict(list)
+    given: dict[str, Fact] = {}  # instance → the newest poll answer it got (it gave an epoch)
+    cands: list[Cand] = []
+    order = sorted(facts, key=lambda x: x.at_out if x.kind == "poll" else x.seq)
+    for f in order:
+        if f.indeterminate:
+            continue
+        if f.kind == "poll" and f.instance and f.reason:
+            given[f.instance] = f
+            continue
+        if f.kind == "deliver" and f.epoch and f.command_id:
+            delivered[(f.command_id, f.instance)].append(f)
+            by_epoch[(f.instance, f.epoch)].append(f)
+            continue
+        if f.kind not in ("admit", "result") or not f.epoch or not f.instance:
+            continue
+        if f.kind == "result" and f.command_id:
+            ds = [d for d in delivered.get((f.command_id, f.instance), []) if d.at_out < f.seq]
+            if ds and f.epoch not in {d.epoch for d in ds}:
+                d = ds[-1]
+                cands.append((f.seq, (d, f), f"delivered under {d.epoch}, posted under {f.epoch}"))
+        g = given.get(f.instance)
+        if g is not None and g.reason != f.epoch and g.at_out < f.seq:
+            pending = [d for d in by_epoch.get((f.instance, f.epoch), []) if d.at_out < f.seq
+                       and not any(d.at_out < s < f.seq
+                                   for s in answered.get((d.command_id or "", f.instance), []))]
+            if not pending:
+                cands.append((f.seq, (g, f), f"given {g.reason}, sent an {f.kind} under "
+                               f"{f.epoch} with no command of that epoch open"))
+        if f.kind == "result" and f.command_id:
+            answered[(f.command_id, f.instance)].append(f.seq)
     return _first(cands)
 
 
@@ -370,9 +487,16 @@ INVARIANTS: tuple[Invariant, ...] = (
               "same result", same_receipt),
     Invariant("INV-7", "a started command is never executed again after a restart; an unstored "
               "one is answered runner_command_uncertain", started_not_rerun),
-    Invariant("INV-8", "no channel or lease alive after its close", closed_stays_closed),
-    Invariant("INV-9", "effective profiles are the intersection runner ∩ account ∩ source",
+    Invariant("INV-8", "no channel or lease alive after its close (or after the new epoch that "
+              "ended it)", closed_stays_closed),
+    Invariant("INV-9", "effective profiles are the intersection config ∩ runner ∩ account ∩ "
+              "source: no effect for a profile outside it",
               profiles_intersection),
+    Invariant("INV-10", "a command id delivered again with another payload is answered "
+              "idempotency_conflict, never from the ledger", fingerprint_conflict),
+    Invariant("INV-11", "a result is posted under the epoch its command was delivered in, never "
+              "under a stale one",
+              result_epoch),
 )
 BY_ID = {inv.id: inv for inv in INVARIANTS}
 

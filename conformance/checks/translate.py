@@ -6,6 +6,8 @@ Rules:
   and a missing field reads as None: new fields (``seq_out``, ``cause``, …) are used once present.
 - All logs must be on one shared sequence: two records of different logs with one seq are
   refused (``SequenceClash``), since "the admit came before the effect" is then unprovable.
+- A ``queued`` lifecycle entry gives a ``queue`` fact (the account and profile the server
+  scoped the command to); a delivery and the effects joined to it carry that account.
 - A poll batch gives one ``deliver`` per command, all with the poll's seq (``raw`` tells them
   apart); a ``gateway.close``/``lease.close`` success result also gives a ``close`` at its seq.
 - Epoch facts come from the lifecycle log (``epoch_changed``) and from poll answers; one is kept
@@ -23,6 +25,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable
@@ -122,6 +125,8 @@ def _exchange_facts(ex: Any, cmds: dict[str, _Cmd], last_fp: dict[str, str]) -> 
     out: list[Fact] = []
     if route == "poll" and status == 200 and isinstance(answer, dict):
         epoch = _str(answer.get("epoch"))
+        out.append(Fact(seq, "control-plane", "poll", epoch=_get(ex, "request_epoch"),
+                        reason=epoch, **common))
         if epoch:
             out.append(Fact(seq_out or seq, "control-plane", "epoch", epoch=epoch, raw=ref))
         for i, c in enumerate(x for x in answer.get("commands") or [] if isinstance(x, dict)):
@@ -186,6 +191,10 @@ def _lifecycle_fact(entry: Any) -> list[Fact]:
     reason = _get(entry, "reason")
     ref = f"lifecycle#{seq}"
     ids = {"connection_id": _get(entry, "connection_id"), "lease_id": _get(entry, "lease_id")}
+    if kind == "queued":
+        return [Fact(seq, "control-plane", "queue", command_id=_get(entry, "command_id"),
+                     op=_str(detail.get("kind")), account=_str(detail.get("account")),
+                     profile=_str(detail.get("profile")), raw=ref, **ids)]
     if kind == "epoch_changed":
         epoch = detail.get("epoch") or detail.get("new_epoch") or reason
         return [Fact(seq, "control-plane", "epoch", epoch=epoch, raw=ref)]
@@ -196,11 +205,15 @@ def _lifecycle_fact(entry: Any) -> list[Fact]:
         what = detail.get("what") or reason
         if what == "runner_disabled":
             return [Fact(seq, "control-plane", "disable", raw=ref)]
-        out = [Fact(seq, "control-plane", "revoke", reason=what, raw=ref, **ids)]
-        profs, scope = detail.get("profiles"), detail.get("scope")
-        if what == "profiles" and isinstance(profs, list | tuple | set | frozenset) and scope:
-            out.append(Fact(seq, "control-plane", "profiles", reason=scope,
-                            profiles=frozenset(profs), raw=ref))
+        profs, account = detail.get("profiles"), _str(detail.get("account"))
+        allowed = frozenset(profs) if isinstance(profs, list | tuple | set | frozenset) else None
+        out = [Fact(seq, "control-plane", "revoke", reason=what, raw=ref, account=account,
+                    profiles=allowed, **ids)]
+        # set_runner_profiles names no scope (the runner's), set_account_profiles the account
+        scope = detail.get("scope") or ("account" if account else "runner")
+        if what == "profiles" and allowed is not None:
+            out.append(Fact(seq, "control-plane", "profiles", reason=scope, account=account,
+                            profiles=allowed, raw=ref))
         return out
     return []
 
@@ -265,6 +278,7 @@ def _effect_facts(effects: Iterable[Any], delivers: list[tuple[Fact, float, _Cmd
             sockets[sock] = (d0.connection_id, instance)
         out.append(Fact(seq, "hermes", "effect", command_id=cids[0], connection_id=d0.connection_id,
                         lease_id=d0.lease_id, method=d0.method, instance=instance,
+                        account=d0.account,
                         **{**base, "profile": d0.profile or base["profile"]}))
     return out
 
@@ -278,6 +292,23 @@ def _windows(facts: list[Fact], cmds: dict[str, _Cmd]) -> list[tuple[Fact, float
         ends = [r.seq for r in results if r.command_id == d.command_id and r.instance == d.instance
                 and r.seq > d.at_out]
         out.append((d, float(min(ends)) if ends else float("inf"), cmds[d.command_id]))
+    return out
+
+
+def _with_accounts(facts: list[Fact]) -> list[Fact]:
+    """A delivery acts for the account of the newest queueing of its id before its answer (a
+    long poll is received before the command it carries is queued)."""
+    queued: dict[str, list[Fact]] = {}
+    for f in facts:
+        if f.kind == "queue" and f.command_id:
+            queued.setdefault(f.command_id, []).append(f)
+    out = []
+    for f in facts:
+        if f.kind == "deliver" and f.command_id in queued:
+            qs = [q for q in queued[f.command_id] if q.seq < f.at_out]
+            if qs and qs[-1].account:
+                f = dataclasses.replace(f, account=qs[-1].account)
+        out.append(f)
     return out
 
 
@@ -326,6 +357,7 @@ def translate(history: Iterable[Any] = (), lifecycle: Iterable[Any] = (),
         facts += _lifecycle_fact(entry)
     facts += steps
     facts.sort(key=lambda f: f.seq)
+    facts = _with_accounts(facts)
     facts += _effect_facts(effs, _windows(facts, cmds))
     facts.sort(key=lambda f: f.seq)
     return _dedupe_epochs(facts)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -222,6 +223,20 @@ def _instance(rig: Rig) -> str | None:
         if ex.runner_id == w.runner_id and ex.instance:
             return str(ex.instance)
     return None
+
+
+async def retire(rig: Rig) -> tuple[Any, Outcome]:
+    """A completed http command, its runner stopped, the server clock one hour (and a margin)
+    past the runner's clock when it stored the receipt, the runner restarted under ``faketime``
+    at the server clock's offset, and the command replayed: (handle, the replay's outcome)."""
+    w = rig.world
+    assert w.clock is not None and w.runner is not None
+    handle = await http(rig)
+    await w.runner.stop()
+    w.clock.advance(time.time() + rig.runner_offset + 3605 - w.clock.now())
+    rig.note("retire")
+    await start(rig, follow_clock=True)
+    return handle, await replay(rig, handle.wire)
 
 
 async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:

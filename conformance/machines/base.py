@@ -14,10 +14,11 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, precondition, rule
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, multiple, precondition, rule
 
 from ..checks.render import render
 from . import actions
@@ -33,10 +34,23 @@ class WorldMachine(RuleBasedStateMachine):
 
     commands = Bundle("commands")
 
+    #: pinned stories (the upstream anchors, protocol-reference §8): name → the steps, called on
+    #: a fresh machine and judged at its teardown like any example (see ``run.run_pins``)
+    pins: ClassVar[dict[str, Callable[[Any], None]]] = {}
+
     def __init__(self) -> None:
         super().__init__()
         self.restarts = 0
+        self.disabled = False
         self.rig.begin()
+
+    @classmethod
+    def prepare(cls, rig: Rig) -> None:
+        """Once per machine run, after the world opened (accounts, sources …)."""
+
+    def live(self) -> bool:
+        """The runner was not disabled in this example (rules that need it online ask)."""
+        return not self.disabled
 
     def call(self, fn: Any, *args: Any) -> Any:
         self.rig.stats.steps += 1
@@ -68,6 +82,20 @@ class Dedupe(WorldMachine):
     def replay_other_payload(self, wire: dict[str, Any]) -> None:
         self.call(lambda: actions.replay(self.rig, wire, other=True))
 
+    @rule(target=WorldMachine.commands, path=st.sampled_from(["/api/secret", "/api/sessions"]),
+          method=st.sampled_from(["GET", "POST"]))
+    def enqueue_refused(self, path: str, method: str) -> dict[str, Any]:
+        """An http command the runner must refuse (outside the allowlist): its refusal is a
+        reply like any other, stored and answered again from the ledger (INV-6)."""
+        async def go() -> Any:
+            w = self.rig.world
+            h = await w.cp.submit(w.runner_id, "http", {"path": path, "method": method,
+                                                        "search": "?profile=default"},
+                                  command_id=actions.new_id())
+            return await actions.settle_handle(self.rig, h) and h
+
+        return dict(self.call(go).wire)
+
     @rule(target=WorldMachine.commands, mode=st.sampled_from(["batch", "next_poll"]))
     def deliver_twice(self, mode: str) -> dict[str, Any]:
         self.rig.world.cp.faults.duplicate_deliveries(1, mode=mode)
@@ -90,6 +118,28 @@ class Crashes(WorldMachine):
             rig.world.cp.faults.clear()
             await actions.start(rig)
             return dict(handle.wire)
+
+        return self.call(story)
+
+    @precondition(lambda self: self.can_restart())
+    @rule(target=WorldMachine.commands)
+    def kill_started_and_completed(self) -> Any:
+        """kill -9 while one command is started (its admit held) and another has its result
+        accepted; after the restart both are replayed: the completed one answered from the
+        ledger (INV-6), the started one runner_command_uncertain (INV-7). Returns both wires."""
+        self.restarts += 1
+        rig = self.rig
+
+        async def story() -> Any:
+            held = actions.new_id()
+            h1 = await actions.reach(rig, "http", "after_started", held)
+            h2 = await actions.http(rig, name="b.txt")
+            await actions.kill(rig, "after_started", held)
+            rig.world.cp.faults.clear()
+            await actions.start(rig)
+            await actions.replay(rig, h1.wire)
+            await actions.replay(rig, h2.wire)
+            return multiple(dict(h1.wire), dict(h2.wire))
 
         return self.call(story)
 

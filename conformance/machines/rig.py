@@ -65,6 +65,7 @@ class Rig:
         self.stats = Stats()
         self.last_violation: Violation | None = None
         self.runner_offset = 0.0  # the faketime offset of the runner's current run
+        self.accounts: list[str] = []  # accounts a machine made on this control plane
         self._names = itertools.count(1)
         self._t0 = 0.0
 
@@ -93,11 +94,33 @@ class Rig:
 
     # -- examples ------------------------------------------------------------------------------
     def begin(self) -> None:
-        """Start an example: a live runner, clean faults and pauses, a fresh ``since``."""
+        """Start an example: a live runner, clean faults and pauses, a fresh ``since``, and the
+        profile sets in force noted as facts (the checker's baseline for invariant 9)."""
         self.call(self._begin)
         self.harness = []
         self.since = self.seq()
         self.stats.examples += 1
+        for scope, account, allowed in self.call(self._profile_sets):
+            self.note("profiles", reason=scope, account=account, profiles=frozenset(allowed),
+                      raw="store")
+
+    async def _profile_sets(self) -> list[tuple[str, str | None, list[str]]]:
+        """(scope, account, allowed) in force now: the runner's config, its record, its source
+        (when restricted) and every account the rig made."""
+        w = self.world
+        out: list[tuple[str, str | None, list[str]]] = [
+            ("config", None, list(w.config.get("allowedProfiles", [])))]
+        record = await w.cp.store.get_runner(w.runner_id)
+        if record is not None:
+            out.append(("runner", None, list(record.allowed_profiles)))
+            source = await w.cp.store.get_source(record.source_node_id)
+            if source is not None and source.allowed_profiles is not None:
+                out.append(("source", None, list(source.allowed_profiles)))
+        for name in self.accounts:
+            acc = await w.cp.store.get_account(name)
+            if acc is not None:
+                out.append(("account", name, list(acc.allowed_profiles)))
+        return out
 
     def sync_clock(self) -> None:
         """A manual clock does not move with the wall: bring it up to the runner's clock (wall
@@ -155,7 +178,9 @@ class Rig:
     def facts(self) -> list[Fact]:
         def read() -> tuple[list[Any], list[Any], list[Any]]:
             w = self.world
-            hist = [ex for ex in w.cp.history.entries if ex.seq > self.since]
+            # a long poll received before the example began but answered in it belongs to it
+            hist = [ex for ex in w.cp.history.entries
+                    if ex.seq > self.since or (ex.seq_out or 0) > self.since]
             every = w.cp.lifecycle.entries
             # the epoch current when the example began, so a later poll answer in that same
             # epoch is not taken for an epoch change

@@ -9,6 +9,8 @@ Hypothesis has printed the shrunk steps as runnable code by then.
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
 from hypothesis import seed as hyp_seed
@@ -27,20 +29,59 @@ class MachineFailed(AssertionError):
 
 
 def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
-                replay: str = "") -> dict[str, Any]:
+                replay: str = "", pins: bool = True) -> dict[str, Any]:
     options = dict(getattr(cls, "world_options", {}) or {})
     rig = Rig(runner_cmd, **options)
     bound = type(cls.__name__, (cls,), {"rig": rig, "seed": seed, "replay_cmd": replay})
     failure: BaseException | None = None
+    steps = ""
     with rig:
         try:
+            cls.prepare(rig)
+            if pins:
+                run_pins(bound)
             # @seed on the machine class is how Hypothesis seeds a state-machine run
             run_state_machine_as_test(hyp_seed(seed)(bound), settings=machine_settings(seed))
+        except PinFailed as exc:
+            failure, steps = exc.__cause__ or exc, exc.steps
         except BaseException as exc:  # noqa: BLE001 - re-raised below with the stats
             failure = exc
+            steps = "\n".join(str(n) for n in getattr(failure, "__notes__", []))
     stats = {"family": cls.family, "profile": current(), "seed": seed, **rig.stats.as_dict()}
     if failure is not None:
-        steps = "\n".join(str(n) for n in getattr(failure, "__notes__", []))
-        raise MachineFailed(f"{cls.family}: {failure}\nsteps (Hypothesis, shrunk):\n{steps}\n"
-                            f"seed: {seed}\nreplay: {replay}", rig.last_violation, stats) from failure
+        raise MachineFailed(f"{cls.family}: {failure}\nsteps (shrunk by Hypothesis, or the pin):\n"
+                            f"{steps}\nseed: {seed}\nreplay: {replay}", rig.last_violation,
+                            stats) from failure
     return stats
+
+
+class PinFailed(AssertionError):
+    def __init__(self, name: str, steps: str) -> None:
+        super().__init__(f"pinned story {name!r} failed")
+        self.name, self.steps = name, steps
+
+
+def run_pins(bound: type[WorldMachine]) -> int:
+    """Each pinned story of the machine (``pins``) as one example: a fresh machine, the pin's
+    steps, its teardown (the checker). Raises :class:`PinFailed` with the steps as code."""
+    for name, pin in bound.pins.items():
+        state = bound()
+        failed: BaseException | None = None
+        try:
+            pin(state)
+        except BaseException as exc:  # noqa: BLE001 - judged first: a violation explains it
+            failed = exc
+        try:
+            state.teardown()  # the checker, also after a failed step (its facts are the story)
+        except BaseException as exc:  # noqa: BLE001
+            failed = exc
+        if failed is not None:
+            steps = f"# pin: {name}\nstate = {bound.__name__}()\n{_body(inspect.getsource(pin))}"
+            raise PinFailed(name, steps + "\nstate.teardown()") from failed
+    return len(bound.pins)
+
+
+def _body(src: str) -> str:
+    """The pin's body with ``s.`` as ``state.`` (runnable like Hypothesis' printed steps)."""
+    lines = [ln.strip() for ln in src.splitlines()[1:] if ln.strip()]
+    return "\n".join(re.sub(r"\bs\.", "state.", ln) for ln in lines)

@@ -31,7 +31,7 @@ class Run:
         self.channels: dict[str, list[str]] = {}  # open channel → owned sessions
         self.closed: list[str] = []
         self.done: list[tuple[str, str, str | None]] = []  # (command id, result body, code)
-        self.add("profiles", reason="runner", profiles=ALLOWED)
+        self.add("profiles", reason="config", profiles=ALLOWED)
         self.add("profiles", reason="account", profiles=frozenset({"a", "b", "c"}))
         self.add("epoch", epoch=self.epoch)
 

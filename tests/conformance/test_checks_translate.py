@@ -180,8 +180,25 @@ def test_lifecycle_entries_and_epoch_dedupe() -> None:
             {"seq": 8, "kind": "admitted", "command_id": "c1"}]
     facts = translate([poll(3)], life)
     assert [(f.seq, f.kind) for f in facts] == [
-        (2, "epoch"), (4, "revoke"), (5, "disable"), (6, "fence"), (7, "revoke"), (7, "profiles")]
+        (2, "epoch"), (3, "poll"), (4, "revoke"), (5, "disable"), (6, "fence"), (7, "revoke"),
+        (7, "profiles")]
     assert facts[-1].profiles == frozenset({"a"}) and facts[-1].reason == "account"
+
+
+def test_queued_entries_carry_account_and_profile_to_the_delivery() -> None:
+    life = [{"seq": 1, "kind": "queued", "command_id": "c1",
+             "detail": {"kind": "http", "account": "alice", "profile": "default"}},
+            {"seq": 9, "kind": "revoked", "detail": {"what": "profiles", "account": "alice",
+                                                      "profiles": ["b"]}}]
+    hist = [{"seq": 2, "seq_out": 3, "route": "poll", "status": 200, "instance": "i1",
+             "response_body": {"epoch": "E1", "commands": [cmd("c1", "http", path=DL)]}}]
+    facts = translate(hist, life)
+    (q,) = by_kind(facts, "queue")
+    assert (q.command_id, q.account, q.profile, q.op) == ("c1", "alice", "default", "http")
+    (d,) = by_kind(facts, "deliver")
+    assert d.account == "alice"
+    (p,) = by_kind(facts, "profiles")
+    assert (p.reason, p.account, p.profiles) == ("account", "alice", frozenset({"b"}))
 
 
 def test_json_dicts_and_seq_out_are_read() -> None:
