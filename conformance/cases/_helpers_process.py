@@ -222,6 +222,10 @@ class Answer:
         return self.body.get("code") if isinstance(self.body, dict) else None
 
 
+#: How often a large-bodied listener probe is sent when the answer came before the body was read.
+EARLY_ANSWER_ATTEMPTS = 5
+
+
 async def listener(b: Bound, path: str, body: Any = None, *, method: str = "POST",
                    token: str | None = "", headers: Mapping[str, str] | None = None,
                    data: bytes | None = None, host: str | None = None) -> Answer:
@@ -237,15 +241,26 @@ async def listener(b: Bound, path: str, body: Any = None, *, method: str = "POST
         hdrs["Content-Type"] = "application/json"
     hdrs.update(headers or {})
     base = b.url if host is None else f"http://{host}:{b.port}"
-    async with aiohttp.ClientSession() as http, http.request(
-            method, base + path, data=payload, headers=hdrs,
-            timeout=aiohttp.ClientTimeout(total=15)) as r:
-        text = await r.text(errors="replace")
+    # A listener may answer a large body it refuses (415, 413) before reading it and close: the
+    # client can then fail writing the rest and never read the answer. Such a probe changes
+    # nothing, so it is sent again (bounded) until the answer is read.
+    attempts = EARLY_ANSWER_ATTEMPTS if payload is not None and len(payload) > 64 * 1024 else 1
+    for attempt in range(1, attempts + 1):
         try:
-            parsed: Any = json.loads(text) if text else None
-        except ValueError:
-            parsed = None
-        return Answer(r.status, parsed, text)
+            async with aiohttp.ClientSession() as http, http.request(
+                    method, base + path, data=payload, headers=hdrs,
+                    timeout=aiohttp.ClientTimeout(total=15)) as r:
+                text = await r.text(errors="replace")
+                status = r.status
+            break
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+            if attempt == attempts:
+                raise
+    try:
+        parsed: Any = json.loads(text) if text else None
+    except ValueError:
+        parsed = None
+    return Answer(status, parsed, text)
 
 
 async def tool_list(b: Bound) -> list[dict[str, Any]]:
