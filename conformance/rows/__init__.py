@@ -20,6 +20,7 @@ from . import (
     spec_extra,
     spec_extra_gateway,
     spec_extra_hermes,
+    spec_extra_leases,
     spec_extra_process,
     spec_extra_state,
     spec_extra_wire,
@@ -47,6 +48,7 @@ ALL_ROWS: tuple[Case, ...] = (
     *spec_extra_process.ROWS,
     *spec_extra_gateway.ROWS,
     *spec_extra_hermes.ROWS,
+    *spec_extra_leases.ROWS,
     *spec_extra_state.ROWS,
     *spec_extra_wire.ROWS,
 )
