@@ -1,11 +1,13 @@
 """Negative controls for the lease re-check cases (``TT-905``..``TT-907`` of
-``conformance/cases/test_spec_extra_leases.py``, protocol 1 §6.5): one realistic bug each."""
+``conformance/cases/test_spec_extra_leases.py``, protocol 1 §6.5) and the cases needing an
+opt-in scripted-Hermes behaviour (``conformance/cases/test_spec_extra_scripted.py``): one
+realistic bug each."""
 from __future__ import annotations
 
 import contextlib
 from typing import Any
 
-from .control import Control
+from .control import Control, const
 
 
 def _renew_without_recheck(orig: Any) -> Any:
@@ -50,4 +52,8 @@ CONTROLS: tuple[Control, ...] = (
             "A re-check whose re-bind fails keeps the lease alive.",
             "best-effort renewal: tools keep being served to a Hermes that refused the binding",
             _SEAM, ("TT-907",), _renew_ignoring_rebind),
+    Control("uncapped-error-text", "wire",
+            "Puts an error's whole text into the error result (no 1000-char cap).",
+            "an upstream's (Hermes') error text forwarded as it came: unbounded result bodies",
+            "runner_ref.timings:ERROR_TEXT_CAP", ("WIR-906",), const(10 ** 9), rebind=True),
 )

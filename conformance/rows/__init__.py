@@ -22,6 +22,7 @@ from . import (
     spec_extra_hermes,
     spec_extra_leases,
     spec_extra_process,
+    spec_extra_scripted,
     spec_extra_state,
     spec_extra_wire,
     team_tools,
@@ -49,6 +50,7 @@ ALL_ROWS: tuple[Case, ...] = (
     *spec_extra_gateway.ROWS,
     *spec_extra_hermes.ROWS,
     *spec_extra_leases.ROWS,
+    *spec_extra_scripted.ROWS,
     *spec_extra_state.ROWS,
     *spec_extra_wire.ROWS,
 )

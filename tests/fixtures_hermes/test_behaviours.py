@@ -197,3 +197,17 @@ async def test_change_password_refuses_the_old_login() -> None:
     async with ScriptedHermes() as token_mode:
         with pytest.raises(ValueError):
             token_mode.change_password()
+
+
+# -- long_rpc_errors -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("on", [False, True])
+async def test_long_rpc_errors(on: bool, http: aiohttp.ClientSession) -> None:
+    async with ScriptedHermes({"long_rpc_errors": on}) as h:
+        c = await GatewayClient.connect(http, h.ws_url)
+        sid = (await c.request("session.create", {"cols": 80}))["result"]["session_id"]
+        err = (await c.request("session.steer", {"session_id": sid}))["error"]
+        assert err["code"] == 4002 and err["message"].startswith("text is required")
+        assert len(err["message"]) == (5000 if on else len("text is required"))
+        ok = await c.request("session.usage", {"session_id": sid})
+        assert "result" in ok   # replies without an error are untouched

@@ -294,3 +294,9 @@ async def _keeps_expiry() -> bool:
 @probe("failed-rebind-kept")
 async def _rebind_kept() -> bool:
     return not (await _renew_probe(bind_fails=True)).disposed
+
+
+@probe("uncapped-error-text")
+def _uncapped_error_text() -> bool:
+    from runner_ref import codes
+    return len(codes.error_result("hermes_rpc_error", "x" * 5000)["error"]["message"]) > 1000
