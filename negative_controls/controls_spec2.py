@@ -37,6 +37,17 @@ def _renew_ignoring_rebind(orig: Any) -> Any:
     return _renew
 
 
+def _missing_list_is_empty(orig: Any) -> Any:
+    async def _active_list(self: Any, ch: Any, params: dict[str, Any]) -> Any:
+        try:
+            return await orig(self, ch, params)
+        except Exception as exc:
+            if getattr(exc, "code", None) == "session_stop_unconfirmed":
+                return {"sessions": []}   # "no list, so nothing is running"
+            raise
+    return _active_list
+
+
 _SEAM = "runner_ref.teamtools.leases:LeaseManager._renew"
 
 CONTROLS: tuple[Control, ...] = (
@@ -56,4 +67,8 @@ CONTROLS: tuple[Control, ...] = (
             "Puts an error's whole text into the error result (no 1000-char cap).",
             "an upstream's (Hermes') error text forwarded as it came: unbounded result bodies",
             "runner_ref.timings:ERROR_TEXT_CAP", ("WIR-906",), const(10 ** 9), rebind=True),
+    Control("active-list-missing-is-empty", "permission",
+            "Reads a session.active_list reply without a list as an empty list.",
+            "a lenient parser defaulting a missing field: an unconfirmed stop reported as done",
+            "runner_ref.gateway:Gateways._active_list", ("PERM-903",), _missing_list_is_empty),
 )

@@ -10,7 +10,7 @@ from conformance.marks import case
 from conformance.verdict import expect
 from fixtures.hermes.script import Script
 
-from ._helpers_channels import expect_error, new_session
+from ._helpers_channels import expect_error, new_session, outcome_text
 
 CAP = 1000   # §2.6.3: an error result's message, at most
 
@@ -39,3 +39,20 @@ async def test_long_hermes_error_is_capped(world: Any) -> None:
     expect(bool(sizes) and max(sizes) <= CAP,
            expected=f"error results with a message of at most {CAP} chars",
            actual=f"messages of {sizes} chars" if sizes else "no error result posted")
+
+
+@case("PERM-903", hermes_script=Script.bundled("slow", active_list_without_list=True))
+async def test_active_list_without_a_list_is_unconfirmed(world: Any) -> None:
+    """Hermes answers session.active_list with ``{}``: the runner must answer 502
+    session_stop_unconfirmed — the control plane cannot tell whether the session still runs.
+
+    fails when: the runner reads a missing list as an empty one ("nothing is running"), so a
+    stop is confirmed that Hermes never confirmed."""
+    cp = world.cp
+    ch = await cp.open_channel(world.runner_id)
+    sid = await new_session(world, ch)
+    out = await cp.rpc(ch, "session.active_list", {"profile": "default",
+                                                   "current_session_id": sid})
+    expect(not out.ok and out.status == 502 and out.code == "session_stop_unconfirmed",
+           expected="502 session_stop_unconfirmed for an active_list reply without a list",
+           actual=outcome_text(out))

@@ -211,3 +211,17 @@ async def test_long_rpc_errors(on: bool, http: aiohttp.ClientSession) -> None:
         assert len(err["message"]) == (5000 if on else len("text is required"))
         ok = await c.request("session.usage", {"session_id": sid})
         assert "result" in ok   # replies without an error are untouched
+
+
+# -- active_list_without_list --------------------------------------------------------------------
+
+@pytest.mark.parametrize("on", [False, True])
+async def test_active_list_without_list(on: bool, http: aiohttp.ClientSession) -> None:
+    async with ScriptedHermes({"active_list_without_list": on}) as h:
+        c = await GatewayClient.connect(http, h.ws_url)
+        sid = (await c.request("session.create", {"cols": 80}))["result"]["session_id"]
+        result = (await c.request("session.active_list", {"current_session_id": sid}))["result"]
+        if on:
+            assert result == {}
+        else:
+            assert [r["id"] for r in result["sessions"]] == [sid]

@@ -300,3 +300,18 @@ async def _rebind_kept() -> bool:
 def _uncapped_error_text() -> bool:
     from runner_ref import codes
     return len(codes.error_result("hermes_rpc_error", "x" * 5000)["error"]["message"]) > 1000
+
+
+@probe("active-list-missing-is-empty")
+async def _active_list_missing() -> bool:
+    from runner_ref.gateway import Gateways
+
+    async def call(_method: str, _params: Any) -> Any:
+        return {}
+    ch = NS(sessions={"s1": "default"}, call=call)
+    try:
+        out = await Gateways._active_list(  # type: ignore[arg-type]
+            NS(), ch, {"profile": "default", "current_session_id": "s1"})
+    except Exception:
+        return False
+    return out == {"sessions": []}
