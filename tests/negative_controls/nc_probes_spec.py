@@ -310,8 +310,8 @@ async def _active_list_missing() -> bool:
         return {}
     ch = NS(sessions={"s1": "default"}, call=call)
     try:
-        out = await Gateways._active_list(  # type: ignore[arg-type]
-            NS(), ch, {"profile": "default", "current_session_id": "s1"})
+        params = {"profile": "default", "current_session_id": "s1"}
+        out = await Gateways._active_list(NS(), ch, params)  # type: ignore[arg-type]
     except Exception:
         return False
     return out == {"sessions": []}
