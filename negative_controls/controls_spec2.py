@@ -71,4 +71,10 @@ CONTROLS: tuple[Control, ...] = (
             "Reads a session.active_list reply without a list as an empty list.",
             "a lenient parser defaulting a missing field: an unconfirmed stop reported as done",
             "runner_ref.gateway:Gateways._active_list", ("PERM-903",), _missing_list_is_empty),
+    Control("lease-stored-id-stale", "team-tools",
+            "Keeps a lease's stored session id from lease.create; later session.info frames "
+            "do not update it.",
+            "state copied at creation and never refreshed (Hermes rotated the session's storage)",
+            "runner_ref.teamtools.leases:LeaseManager.on_session_info", ("TT-908",),
+            const(lambda self, runtime_id, stored_id: None)),
 )

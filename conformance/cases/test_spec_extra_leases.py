@@ -164,3 +164,23 @@ async def test_failed_rebind_disposes(world: Any) -> None:
     await poll_until(disposed, WAIT, "the lease disposed after its re-bind failed "
                      "(listener closed or 410 team_tools_expired)")
     expect(_disposed(last[0]), expected="a disposed lease", actual=_text(last[0]))
+
+
+@case("TT-908", **OPTS)
+async def test_session_info_updates_the_leases_stored_id(world: Any) -> None:
+    """A bound lease; Hermes then gives its session a new stored session (a session.info with
+    the new stored_session_id); the clock moves past the first re-check: the re-bind must carry
+    the new stored id (the bind body is where a lease's stored id shows).
+
+    fails when: the runner keeps the stored id the lease was created (or first bound) with and
+    ignores later session.info frames, so the plugin binds the tools to a stale stored session."""
+    await _start_live(world)
+    b = await bound_lease(world)
+    old = b.session["storedId"]
+    new = await world.hermes.new_stored_id(b.session["runtimeId"])
+    await _advance(world, STEP)
+    binds = await _rebinds(world, b, 2)
+    sent = binds[-1].stored_session_id
+    expect(sent == new, expected=f"the re-bind carries the new stored id {new}",
+           actual=f"stored_session_id {sent}" + (" (the old one)" if sent == old else ""))
+

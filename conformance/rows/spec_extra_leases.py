@@ -19,4 +19,7 @@ ROWS: tuple[Case, ...] = (
     Case("TT-907", "MUST", "A failing re-bind MUST dispose the lease: when the plugin refuses the "
          "re-check's bind, the lease's listener stops serving (410 team_tools_expired or "
          "closed).", "6.5", _TT, feature="team-tools"),
+    Case("TT-908", "MUST", "The runner MUST update the stored session id of the leases bound to "
+         "a session from each session.info of that session: after Hermes announces a new stored "
+         "id, the re-check's bind carries it.", "3.2", _TT, feature="team-tools"),
 )

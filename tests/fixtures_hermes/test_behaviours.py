@@ -225,3 +225,20 @@ async def test_active_list_without_list(on: bool, http: aiohttp.ClientSession) -
             assert result == {}
         else:
             assert [r["id"] for r in result["sessions"]] == [sid]
+
+
+# -- new_stored_id (on demand) -------------------------------------------------------------------
+
+async def test_new_stored_id_announces_the_new_id(http: aiohttp.ClientSession) -> None:
+    async with ScriptedHermes() as h:
+        c = await GatewayClient.connect(http, h.ws_url)
+        res = (await c.request("session.create", {"cols": 80}))["result"]
+        sid, old = res["session_id"], res["stored_session_id"]
+        new = await h.new_stored_id(sid)
+        assert new != old and new in h.stored_sessions
+        frame = await c.wait(lambda f: f.get("method") == "event"
+                             and f["params"].get("type") == "session.info"
+                             and (f["params"].get("payload") or {}).get("stored_session_id") == new,
+                             WAIT)
+        assert frame["params"]["session_id"] == sid
+        assert h.effects.of("session.stored_changed", session_id=sid)[0].detail["previous"] == old

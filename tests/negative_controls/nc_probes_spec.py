@@ -315,3 +315,11 @@ async def _active_list_missing() -> bool:
     except Exception:
         return False
     return out == {"sessions": []}
+
+
+@probe("lease-stored-id-stale")
+def _stored_id_stale() -> bool:
+    from runner_ref.teamtools.leases import LeaseManager, State
+    lease = NS(runtime_id="r1", state=State.ACTIVE, stored_id="old")
+    LeaseManager.on_session_info(NS(_leases={"l1": lease}), "r1", "new")  # type: ignore[arg-type]
+    return lease.stored_id == "old"
