@@ -33,7 +33,14 @@ from pathlib import Path
 from signal import SIGKILL, SIGTERM
 from typing import Any, Protocol, TypeVar
 
-from .process import LineTimeout, Process, ProcessExited, StartError, scrubbed_env
+from .process import (
+    LineTimeout,
+    Process,
+    ProcessExited,
+    StartError,
+    scrubbed_env,
+    write_clock_offset,
+)
 from .secrets import Leak, Secrets
 
 T = TypeVar("T")
@@ -114,6 +121,8 @@ class RunnerUnderTest:
         self._extra_env = dict(env or {})
         self._dir: Path | None = None
         self.runs: list[Process] = []
+        self._clock_file: Path | None = None   # set while a run has a live clock
+        self.clock_offset = 0.0                # its offset (seconds ahead of the wall clock)
 
     # -- files -------------------------------------------------------------------------------
 
@@ -161,20 +170,37 @@ class RunnerUnderTest:
             raise AdapterError("the runner was not started")
         return self.process.pid
 
-    async def start(self, *, faketime_offset: float | None = None) -> Process:
-        """Start one run (same config and state directory as any earlier run)."""
+    async def start(self, *, faketime_offset: float | None = None,
+                    live_clock: bool = False) -> Process:
+        """Start one run (same config and state directory as any earlier run). With
+        ``live_clock`` the run's clocks (wall and monotonic) start ``faketime_offset`` (or 0)
+        seconds ahead and move on :meth:`advance_clock` without a restart (opt-in: libfaketime
+        then re-reads a file at every clock read)."""
         if self.running:
             raise AdapterError("the runner is already running")
         if not self.config_path.exists():
             self.write_config()
         env = scrubbed_env(self._extra_env, secrets=self.secrets)
-        proc = Process(self.argv, env=env, cwd=self.directory, faketime_offset=faketime_offset)
+        self.clock_offset = faketime_offset or 0.0
+        self._clock_file = self.directory / ".faketime-offset" if live_clock else None
+        proc = Process(self.argv, env=env, cwd=self.directory, faketime_offset=faketime_offset,
+                       faketime_file=self._clock_file)
         try:
             await proc.start()
         except StartError as exc:
             raise RunnerStartError(f"the runner command does not start: {exc}") from None
         self.runs.append(proc)
         return proc
+
+    def advance_clock(self, seconds: float) -> float:
+        """Move the live clock of the current run ``seconds`` ahead (wall and monotonic time,
+        at once); the new offset. The runner sees it at its next clock read; a timer it armed
+        fires at its next event-loop wake-up. Only for a run started with ``live_clock``."""
+        if self._clock_file is None or not self.running:
+            raise AdapterError("advance_clock needs a run started with live_clock=True")
+        self.clock_offset += seconds
+        write_clock_offset(self._clock_file, self.clock_offset)
+        return self.clock_offset
 
     def signal(self, sig: int) -> None:
         if self.process is not None:

@@ -16,6 +16,11 @@ Rules:
 - ``faketime_offset`` runs the child with Debian's libfaketime preloaded exactly as
   ``faketime -m -f "+<offset>s"`` would (:func:`faketime_env`; the wrapper itself is not used
   because it forks and would swallow the exit code); the monotonic clock is left alone.
+- ``faketime_file`` instead runs the child on a *live* clock: libfaketime re-reads the offset from
+  that file at every clock read (``FAKETIME_TIMESTAMP_FILE`` + ``FAKETIME_NO_CACHE``), so a
+  caller moves the child's time mid-run by rewriting it (:func:`write_clock_offset`). The
+  monotonic clock moves with it (asyncio's loop time included): a timer the child armed on
+  either clock fires at its next loop wake-up after a jump past its due time.
 """
 
 from __future__ import annotations
@@ -93,21 +98,36 @@ FAKETIME_LIB = "/usr/$LIB/faketime/libfaketimeMT.so.1"  # what /usr/bin/faketime
 
 
 def faketime_env(offset: float, *, fake_monotonic: bool = False,
-                 base: Mapping[str, str] | None = None) -> dict[str, str]:
+                 base: Mapping[str, str] | None = None,
+                 timestamp_file: Path | None = None) -> dict[str, str]:
     """Environment additions running a program ``offset`` seconds ahead (negative: behind).
 
     It sets what ``faketime -m -f "+<offset>s" CMD`` sets (``LD_PRELOAD`` of libfaketimeMT,
     ``FAKETIME``) instead of prefixing the wrapper: the wrapper forks and waits, so a SIGTERM to
     the group kills it too and the caller sees -15 instead of the program's own exit code.
-    ``$LIB`` is expanded by the dynamic loader, as the wrapper relies on."""
+    ``$LIB`` is expanded by the dynamic loader, as the wrapper relies on. With
+    ``timestamp_file`` the offset is read from that file at every clock read instead (see
+    :func:`write_clock_offset`; ``offset`` is written there first)."""
     if not (glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1")
             or os.path.exists("/usr/lib/faketime/libfaketimeMT.so.1")):
         raise StartError("faketime is not installed (Debian package 'faketime')")
     preload = (base or {}).get("LD_PRELOAD", "")
     env = {"LD_PRELOAD": f"{FAKETIME_LIB} {preload}".strip(), "FAKETIME": f"{offset:+.6f}s"}
+    if timestamp_file is not None:
+        write_clock_offset(timestamp_file, offset)
+        del env["FAKETIME"]
+        env.update(FAKETIME_TIMESTAMP_FILE=str(timestamp_file), FAKETIME_NO_CACHE="1")
     if not fake_monotonic:
         env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
     return env
+
+
+def write_clock_offset(path: Path, offset: float) -> None:
+    """Set a live-clock child's offset (seconds ahead of the wall clock): the file is replaced
+    atomically, so the child never reads a half-written offset."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"{offset:+.6f}s\n")
+    os.replace(tmp, path)
 
 
 def live_group_members(pgid: int) -> list[int]:
@@ -182,12 +202,15 @@ class Process:
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                  cwd: str | Path | None = None, tee_dir: Path | None = None,
                  tee_stem: str = "process", faketime_offset: float | None = None,
-                 secrets: Iterable[str] = ()) -> None:
+                 faketime_file: Path | None = None, secrets: Iterable[str] = ()) -> None:
         if not argv:
             raise StartError("empty command")
         self.argv = [str(a) for a in argv]
         self.env = dict(env) if env is not None else scrubbed_env(secrets=secrets)
-        if faketime_offset is not None:
+        if faketime_file is not None:
+            self.env.update(faketime_env(faketime_offset or 0.0, base=self.env,
+                                         fake_monotonic=True, timestamp_file=faketime_file))
+        elif faketime_offset is not None:
             self.env.update(faketime_env(faketime_offset, base=self.env))
         self.cwd = str(cwd) if cwd is not None else None
         tee = (lambda s: tee_dir / f"{tee_stem}.{s}") if tee_dir is not None else (lambda s: None)

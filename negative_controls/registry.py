@@ -12,6 +12,7 @@ from . import (
     controls_permission,
     controls_process,
     controls_spec,
+    controls_spec2,
     controls_teamtools,
     controls_wire,
 )
@@ -22,7 +23,7 @@ MINIMUM = 35
 CONTROLS: tuple[Control, ...] = (
     *controls_wire.CONTROLS, *controls_permission.CONTROLS, *controls_ledger.CONTROLS,
     *controls_gateway.CONTROLS, *controls_process.CONTROLS, *controls_teamtools.CONTROLS,
-    *controls_spec.CONTROLS,
+    *controls_spec.CONTROLS, *controls_spec2.CONTROLS,
 )
 BY_NAME: dict[str, Control] = {c.name: c for c in CONTROLS}
 

@@ -20,7 +20,9 @@ from . import (
     spec_extra,
     spec_extra_gateway,
     spec_extra_hermes,
+    spec_extra_leases,
     spec_extra_process,
+    spec_extra_scripted,
     spec_extra_state,
     spec_extra_wire,
     team_tools,
@@ -47,6 +49,8 @@ ALL_ROWS: tuple[Case, ...] = (
     *spec_extra_process.ROWS,
     *spec_extra_gateway.ROWS,
     *spec_extra_hermes.ROWS,
+    *spec_extra_leases.ROWS,
+    *spec_extra_scripted.ROWS,
     *spec_extra_state.ROWS,
     *spec_extra_wire.ROWS,
 )

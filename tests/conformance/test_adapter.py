@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from conformance.adapter import (
+    AdapterError,
     RunnerExited,
     RunnerStartError,
     RunnerUnderTest,
@@ -271,3 +272,36 @@ async def test_the_exit_hook_kills_a_group_nobody_reaped() -> None:
     finally:
         await proc.reap()
     assert live_group_members(proc.pid) == []
+
+
+LIVE_CLOCK_CHILD = """
+import sys, time
+for _ in range(400):
+    print(f"t {time.time()} {time.monotonic()}", file=sys.stderr, flush=True)
+    time.sleep(0.05)
+"""
+
+
+@pytest.mark.skipif(not any(Path(p).exists() for p in (
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+    "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1")), reason="faketime not installed")
+async def test_live_clock_moves_wall_and_monotonic_time_mid_run(tmp_path: Path) -> None:
+    script = tmp_path / "clock.py"
+    script.write_text(LIVE_CLOCK_CHILD)
+    async with RunnerUnderTest(f"{shlex.quote(PY)} {script} {{config}}", config()) as runner:
+        with pytest.raises(AdapterError, match="live_clock"):
+            runner.advance_clock(1)   # no run yet
+        await runner.start(faketime_offset=100, live_clock=True)
+        first = (await runner.wait_line("t ", 20)).split()
+        assert 50 < float(first[1]) - time.time() < 150   # the start offset, not a duration
+        n = len(runner.process.lines("stderr")) if runner.process else 0
+        assert runner.advance_clock(3600) == 3700
+        moved = False
+        for k in range(1, 200):   # the child prints every 0.05 s: the jump shows within a few
+            line = (await runner.wait_line("t ", 20, count=n + k)).split()
+            wall, mono = float(line[1]) - float(first[1]), float(line[2]) - float(first[2])
+            if wall > 3000:
+                assert mono > 3000   # the monotonic clock (asyncio's loop time) moved too
+                moved = True
+                break
+        assert moved

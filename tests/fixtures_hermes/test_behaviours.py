@@ -197,3 +197,48 @@ async def test_change_password_refuses_the_old_login() -> None:
     async with ScriptedHermes() as token_mode:
         with pytest.raises(ValueError):
             token_mode.change_password()
+
+
+# -- long_rpc_errors -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("on", [False, True])
+async def test_long_rpc_errors(on: bool, http: aiohttp.ClientSession) -> None:
+    async with ScriptedHermes({"long_rpc_errors": on}) as h:
+        c = await GatewayClient.connect(http, h.ws_url)
+        sid = (await c.request("session.create", {"cols": 80}))["result"]["session_id"]
+        err = (await c.request("session.steer", {"session_id": sid}))["error"]
+        assert err["code"] == 4002 and err["message"].startswith("text is required")
+        assert len(err["message"]) == (5000 if on else len("text is required"))
+        ok = await c.request("session.usage", {"session_id": sid})
+        assert "result" in ok   # replies without an error are untouched
+
+
+# -- active_list_without_list --------------------------------------------------------------------
+
+@pytest.mark.parametrize("on", [False, True])
+async def test_active_list_without_list(on: bool, http: aiohttp.ClientSession) -> None:
+    async with ScriptedHermes({"active_list_without_list": on}) as h:
+        c = await GatewayClient.connect(http, h.ws_url)
+        sid = (await c.request("session.create", {"cols": 80}))["result"]["session_id"]
+        result = (await c.request("session.active_list", {"current_session_id": sid}))["result"]
+        if on:
+            assert result == {}
+        else:
+            assert [r["id"] for r in result["sessions"]] == [sid]
+
+
+# -- new_stored_id (on demand) -------------------------------------------------------------------
+
+async def test_new_stored_id_announces_the_new_id(http: aiohttp.ClientSession) -> None:
+    async with ScriptedHermes() as h:
+        c = await GatewayClient.connect(http, h.ws_url)
+        res = (await c.request("session.create", {"cols": 80}))["result"]
+        sid, old = res["session_id"], res["stored_session_id"]
+        new = await h.new_stored_id(sid)
+        assert new != old and new in h.stored_sessions
+        frame = await c.wait(lambda f: f.get("method") == "event"
+                             and f["params"].get("type") == "session.info"
+                             and (f["params"].get("payload") or {}).get("stored_session_id") == new,
+                             WAIT)
+        assert frame["params"]["session_id"] == sid
+        assert h.effects.of("session.stored_changed", session_id=sid)[0].detail["previous"] == old

@@ -256,3 +256,70 @@ def _computer_status() -> bool:
     except CommandError:
         return False
     return True
+
+
+# -- controls_spec2.py: the lease re-check (§6.5) ---------------------------------------------
+
+async def _renew_probe(*, owned: bool = True, bind_fails: bool = False) -> Any:
+    """Run LeaseManager._renew on a bound lease due for its re-check at t = 300 (expiry 1800)."""
+    from runner_ref.teamtools.leases import LeaseManager
+    seen = NS(binds=0, disposed=False)
+    lease = NS(next_renew=300.0, expires_at=1800.0, bound=True)
+
+    async def _bind(_lease: Any) -> None:
+        seen.binds += 1
+        if bind_fails:
+            raise RuntimeError("bind refused")
+
+    async def _dispose(_lease: Any) -> None:
+        seen.disposed = True
+
+    me = NS(renew_every=300.0, ttl=1800.0, _owned=lambda _l: owned, _bind=_bind,
+            _dispose=_dispose)
+    await LeaseManager._renew(me, lease, 300.0)  # type: ignore[arg-type]
+    seen.expires_at = lease.expires_at
+    return seen
+
+
+@probe("no-lease-recheck")
+async def _no_recheck() -> bool:
+    return (await _renew_probe()).binds == 0
+
+
+@probe("recheck-keeps-expiry")
+async def _keeps_expiry() -> bool:
+    return bool((await _renew_probe()).expires_at < 2100.0)
+
+
+@probe("failed-rebind-kept")
+async def _rebind_kept() -> bool:
+    return not (await _renew_probe(bind_fails=True)).disposed
+
+
+@probe("uncapped-error-text")
+def _uncapped_error_text() -> bool:
+    from runner_ref import codes
+    return len(codes.error_result("hermes_rpc_error", "x" * 5000)["error"]["message"]) > 1000
+
+
+@probe("active-list-missing-is-empty")
+async def _active_list_missing() -> bool:
+    from runner_ref.gateway import Gateways
+
+    async def call(_method: str, _params: Any) -> Any:
+        return {}
+    ch = NS(sessions={"s1": "default"}, call=call)
+    try:
+        params = {"profile": "default", "current_session_id": "s1"}
+        out = await Gateways._active_list(NS(), ch, params)  # type: ignore[arg-type]
+    except Exception:
+        return False
+    return out == {"sessions": []}
+
+
+@probe("lease-stored-id-stale")
+def _stored_id_stale() -> bool:
+    from runner_ref.teamtools.leases import LeaseManager, State
+    lease = NS(runtime_id="r1", state=State.ACTIVE, stored_id="old")
+    LeaseManager.on_session_info(NS(_leases={"l1": lease}), "r1", "new")  # type: ignore[arg-type]
+    return lease.stored_id == "old"

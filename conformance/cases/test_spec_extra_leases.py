@@ -1,0 +1,186 @@
+"""Spec-coverage cases for the lease re-check of §6.5 (every 5 min; expiry 30 min after the last
+renewal).
+
+The runner runs on the adapter's live clock (``RunnerUnderTest.start(live_clock=True)``): its
+wall and monotonic clocks move ahead on ``advance_clock`` without a restart. One big jump would
+also time out the runner's in-flight long poll (a transport failure: local disconnect, every
+channel closed, every lease disposed), so time moves in jumps of at most 20 s — less than the
+25 s a runner must wait for a held poll — each made only once a poll *sent after the last jump*
+arrived (the second poll received after it). The control plane holds polls 0.01 s, so 5 min
+take ~16 jumps, a second or two. The control plane keeps the real clock: no server rule takes
+part (the re-check is local to the runner, §6.5), and its leases stay valid.
+
+Not covered here: "a lease not renewed for 30 min MUST be disposed" needs 30 min of the
+runner's time without a re-check — one jump, which any runner also sees as a timed-out poll.
+Every wait is bounded; the runner is a black box.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from conformance.marks import case
+from conformance.verdict import CaseFailed, expect
+from fake_server import Timings
+
+from ._helpers_channels import WAIT
+from ._helpers_hermes_interop import poll_until
+from ._helpers_process import Answer, Bound, bound_lease, listener, refuses_connection
+
+RECHECK = 300.0      # §6.5: every 5 min
+TTL = 1800.0         # §6.5: 30 min
+STEP = RECHECK + 10  # past the first re-check
+JUMP = 20.0          # the largest single jump (below a held poll's 25 s)
+SLACK_MS = 1000      # ms rounding and the two processes' clock reads
+FAST_POLLS = Timings(poll_hold=0.01, redelivery=1.0)
+OPTS: dict[str, Any] = {"hermes_script": "team", "start_runner": False, "timings": FAST_POLLS}
+
+
+async def _start_live(world: Any) -> None:
+    await world.runner.start(live_clock=True)
+    await world.runner.wait_online(world.cp, world.runner_id, world.online_timeout)
+
+
+async def _fresh_polls(world: Any, n: int = 2) -> None:
+    """Return once ``n`` more polls arrived (the n-th was sent after the previous one's answer,
+    so, for n = 2, after whatever happened before this call)."""
+    mark = max((ex.seq for ex in world.cp.history), default=0)
+    for _ in range(n):
+        ex = await world.cp.history.wait_for(lambda e: e.route == "poll", WAIT, after_seq=mark)
+        mark = ex.seq
+
+
+async def _advance(world: Any, seconds: float) -> None:
+    """Move the runner's clock ``seconds`` ahead in jumps of at most :data:`JUMP`, each with
+    only a poll sent after the previous jump in flight."""
+    left = seconds
+    while left > 0:
+        await _fresh_polls(world)
+        d = min(JUMP, left)
+        world.runner.advance_clock(d)
+        left -= d
+
+
+async def _rebinds(world: Any, b: Bound, n: int) -> list[Any]:
+    """The lease's first ``n`` binds (the first one is lease.bind's), awaited with a bound."""
+    try:
+        return await world.hermes.effects.wait_for_count("bind", n, timeout=WAIT,
+                                                         session_id=b.session["runtimeId"])
+    except TimeoutError:
+        raise CaseFailed(f"{n - 1} re-bind(s) after {n - 1} re-check(s) of a bound lease",
+                         f"{len(_binds(world, b)) - 1} re-bind(s) within {WAIT:.0f} s",
+                         [str(x)[:200] for x in world.transcript()[-12:]]) from None
+
+
+def _binds(world: Any, b: Bound) -> list[Any]:
+    return world.hermes.effects.of("bind", session_id=b.session["runtimeId"])
+
+
+async def _serves(b: Bound) -> Answer | None:
+    """The listener's tools/list answer, or None when nothing accepts a connection."""
+    if await refuses_connection("127.0.0.1", b.port):
+        return None
+    try:
+        return await listener(b, "/tools/list", {})
+    except OSError:
+        return None
+
+
+def _disposed(ans: Answer | None) -> bool:
+    """Disposed (§6.5, §6.1 step 4): the listener is closed, or answers 410 team_tools_expired
+    (either is what a disposed lease shows; which one is the runner's choice)."""
+    return ans is None or (ans.status == 410 and ans.code == "team_tools_expired")
+
+
+def _text(ans: Answer | None) -> str:
+    return "connection refused" if ans is None else str(ans)
+
+
+@case("TT-905", **OPTS)
+async def test_recheck_rebinds_with_a_new_expiry(world: Any) -> None:
+    """A bound lease; the runner's clock jumps 5 min 10 s: the re-check passes (channel open,
+    session owned, same epoch), so a second bind reaches the plugin, its expires_at 30 min after
+    the re-check (bracketed by the runner's clock before the jump and after the bind).
+
+    fails when: the runner never re-checks (no timer), re-checks without binding again, or
+    re-binds with the lease's old expires_at."""
+    await _start_live(world)
+    b = await bound_lease(world)
+    first = _binds(world, b)[-1].detail["expires_at"]
+    await _advance(world, STEP - JUMP)
+    await _fresh_polls(world)
+    before = time.time() + world.runner.clock_offset + JUMP
+    world.runner.advance_clock(JUMP)
+    binds = await _rebinds(world, b, 2)
+    after = time.time() + world.runner.clock_offset
+    new = binds[-1].detail["expires_at"]
+    low, high = int((before + TTL) * 1000) - SLACK_MS, int((after + TTL) * 1000) + SLACK_MS
+    expect(low <= new <= high and new > first,
+           expected=f"a re-bind with expires_at in [{low}, {high}] (30 min after the re-check), "
+                    f"later than the first bind's {first}",
+           actual=f"expires_at {new}")
+
+
+@case("TT-906", **OPTS)
+async def test_recheck_moves_the_expiry(world: Any) -> None:
+    """A bound lease, re-checked at 5, 10, … 25 min (each re-bind awaited); then the clock
+    moves to 30 min 10 s after creation — past the expiry lease.create and the first bind set,
+    5 min after the last re-check. The lease must still serve tools/list.
+
+    fails when: a passing re-check leaves the expiry where lease.create (or the first bind) put
+    it, so the lease dies 30 min after creation however often it was re-checked."""
+    await _start_live(world)
+    b = await bound_lease(world)
+    for k in range(1, 6):   # re-checks at 5, 10, … 25 min (each re-bind awaited before more)
+        await _advance(world, RECHECK if k > 1 else STEP)
+        await _rebinds(world, b, k + 1)
+    await _advance(world, RECHECK)   # now 30 min 10 s after creation, 5 min after a re-check
+    ans = await _serves(b)
+    expect(ans is not None and ans.status == 200,
+           expected="tools/list 200: each re-check moved the expiry to 30 min from then",
+           actual=_text(ans))
+
+
+@case("TT-907", **OPTS)
+async def test_failed_rebind_disposes(world: Any) -> None:
+    """A bound lease; the plugin then refuses every bind (409) and the clock jumps past the
+    first re-check: its re-bind fails, so the lease must be disposed — its listener closes or
+    answers 410 team_tools_expired.
+
+    fails when: the runner ignores a failed re-bind (or retries it forever) and keeps serving
+    a lease Hermes no longer has bound."""
+    await _start_live(world)
+    b = await bound_lease(world)
+    world.hermes.bridge.fail_bind = 409
+    await _advance(world, STEP)
+    await world.hermes.effects.wait_for("bind.rejected", timeout=WAIT)
+    last: list[Answer | None] = []
+
+    async def disposed() -> bool:
+        last[:] = [await _serves(b)]
+        return _disposed(last[0])
+
+    await poll_until(disposed, WAIT, "the lease disposed after its re-bind failed "
+                     "(listener closed or 410 team_tools_expired)")
+    expect(_disposed(last[0]), expected="a disposed lease", actual=_text(last[0]))
+
+
+@case("TT-908", **OPTS)
+async def test_session_info_updates_the_leases_stored_id(world: Any) -> None:
+    """A bound lease; Hermes then gives its session a new stored session (a session.info with
+    the new stored_session_id); the clock moves past the first re-check: the re-bind must carry
+    the new stored id (the bind body is where a lease's stored id shows).
+
+    fails when: the runner keeps the stored id the lease was created (or first bound) with and
+    ignores later session.info frames, so the plugin binds the tools to a stale stored session."""
+    await _start_live(world)
+    b = await bound_lease(world)
+    old = b.session["storedId"]
+    new = await world.hermes.new_stored_id(b.session["runtimeId"])
+    await _advance(world, STEP)
+    binds = await _rebinds(world, b, 2)
+    sent = binds[-1].stored_session_id
+    expect(sent == new, expected=f"the re-bind carries the new stored id {new}",
+           actual=f"stored_session_id {sent}" + (" (the old one)" if sent == old else ""))
+
