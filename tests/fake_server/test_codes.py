@@ -2,7 +2,6 @@
 only places its codes and error bodies are spelled."""
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,8 @@ from fake_server import codes
 from fake_server.codes import Code
 from fake_server.team import codes as team_codes
 
+from ..code_literals import code_literals
+
 PACKAGE = Path(codes.__file__).resolve().parent
 TABLES = {PACKAGE / "codes.py", PACKAGE / "team" / "codes.py"}
 ALL_CODES = set(codes.CODES) | set(team_codes.TEAM_CODES)
@@ -18,30 +19,9 @@ ALL_CODES = set(codes.CODES) | set(team_codes.TEAM_CODES)
 FAULT_ONLY = {"SERVICE_UPDATING"}
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    ids: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                ids.add(id(body[0].value))
-    return ids
-
-
 def hand_written(source: str) -> list[tuple[int, str]]:
     """Code strings and ``{"error", "code"}`` dict literals in ``source`` (docstrings aside)."""
-    tree = ast.parse(source)
-    skip = _docstrings(tree)
-    hits: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip \
-                and node.value in ALL_CODES:
-            hits.append((node.lineno, node.value))
-        if isinstance(node, ast.Dict):
-            keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
-            if {"error", "code"} <= keys:
-                hits.append((node.lineno, "{error, code} body"))
-    return sorted(hits)
+    return code_literals(source, ALL_CODES)
 
 
 def test_no_module_but_the_tables_spells_a_code_or_a_body() -> None:

@@ -10,26 +10,14 @@ from runner_ref import codes
 from runner_ref.errors import CommandError
 from runner_ref.timings import ERROR_TEXT_CAP
 
+from ..code_literals import code_literals
+
 PACKAGE = Path(codes.__file__).resolve().parent
 ALL_CODES = {row.code for row in codes.CODES}
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    ids: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                ids.add(id(body[0].value))
-    return ids
-
-
 def _code_literals(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text())
-    skip = _docstrings(tree)
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in skip and node.value in ALL_CODES]
+    return code_literals(path.read_text(), ALL_CODES, bodies=False)
 
 
 def test_no_module_but_codes_spells_a_code() -> None:
