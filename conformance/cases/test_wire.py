@@ -36,6 +36,17 @@ from ._helpers_wire import (
 GATE_REFUSALS = {"runner_unauthorized", "runner_protocol_mismatch"}
 
 
+async def _tapped_traffic(world):
+    """The runner behind a header tap does :func:`_traffic`, then stops; the tap, closed."""
+    tap = await start_behind_tap(world)
+    try:
+        await _traffic(world)
+        await world.runner.stop()
+    finally:
+        await tap.__aexit__()
+    return tap
+
+
 async def _traffic(world):
     """One http command and one channel with a session and a prompt: every core route the
     runner uses in normal work (poll, admit, result, event)."""
@@ -69,12 +80,7 @@ async def test_first_poll_carries_reset(world):
 async def test_every_request_is_authenticated_and_versioned(world):
     """fails when: a request lacks ``Authorization: Bearer <token>`` or ``x-runner-protocol: 1``,
     or its ``x-runner-instance`` is not a lower-case UUID (e.g. upper-cased)."""
-    tap = await start_behind_tap(world)
-    try:
-        await _traffic(world)
-        await world.runner.stop()
-    finally:
-        await tap.__aexit__()
+    tap = await _tapped_traffic(world)
     routes = {tap.route_of(path) for path, _ in tap.requests}
     expect({"poll", "admit", "result", "event"} <= routes,
            expected="traffic on poll, admit, result and event", actual=sorted(routes))
@@ -95,12 +101,7 @@ async def test_every_request_is_authenticated_and_versioned(world):
 async def test_no_request_carries_origin(world):
     """fails when: any request (e.g. only result or event posts) carries an ``Origin`` header
     (gate 1 then answers 403 runner_unauthorized although the token is right)."""
-    tap = await start_behind_tap(world)
-    try:
-        await _traffic(world)
-        await world.runner.stop()
-    finally:
-        await tap.__aexit__()
+    tap = await _tapped_traffic(world)
     with_origin = [f"{tap.route_of(path)}: Origin {h['origin']!r}" for path, h in tap.requests
                    if "origin" in h]
     expect(not with_origin, expected="no request carries an Origin header",
@@ -367,12 +368,7 @@ async def test_a_batch_is_answered_in_full(world):
 async def test_only_protocol_feature_names_are_advertised(world):
     """fails when: ``x-runner-features`` names a feature the protocol does not define (e.g.
     ``team-tools``, ``bogus-v1``), or separates names with ``", "``."""
-    tap = await start_behind_tap(world)
-    try:
-        await _traffic(world)
-        await world.runner.stop()
-    finally:
-        await tap.__aexit__()
+    tap = await _tapped_traffic(world)
     known = set(ACCEPTED_FEATURES)
     bad = sorted({f"{tap.route_of(path)}: {h['x-runner-features']!r}" for path, h in tap.requests
                   if "x-runner-features" in h and h["x-runner-features"]
