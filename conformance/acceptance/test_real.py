@@ -18,7 +18,7 @@ from . import checks
 from .drive import Run, run_scenario, warm_up
 from .scenario import model_server_script
 from .sides import RealSide
-from .world import plane, runner_command
+from .world import plane, plane_diagnosis, runner_command
 
 HERMES_BIN, SKIP_REASON = find_hermes()
 # Passes on every run in a used checkout (three in a row, 47 passed each), but in the two
@@ -58,9 +58,10 @@ async def scenario(pytestconfig: pytest.Config) -> AsyncIterator[tuple[Run, Any]
                 warm_s = await warm_up(p.cp, p.runner_id, side, timeout=180)
                 run = await run_scenario(p.cp, p.runner_id, side, timeout=180)
             except (AssertionError, TimeoutError) as exc:
-                raise AssertionError(f"{exc or type(exc).__name__}\n"
-                                     f"{diagnosis(model, hermes_output(), hermes.secrets)}"
-                                     ) from exc
+                raise AssertionError(
+                    f"{exc or type(exc).__name__}\n"
+                    f"{diagnosis(model, hermes_output(), hermes.secrets)}\n"
+                    f"{plane_diagnosis(p, hermes.secrets)}") from exc
             run.timings["warm_up_turn_s"] = warm_s
             run.timings["hermes_start_s"] = hermes.startup_seconds or 0.0
             run.timings["runner_online_s"] = p.online_s

@@ -14,9 +14,9 @@ from fixtures.hermes import ScriptedHermes
 
 from . import checks
 from .drive import Run, run_scenario
-from .scenario import scripted_hermes_script
+from .scenario import ADMINS, PROFILE, scripted_hermes_script
 from .sides import ScriptedSide
-from .world import plane, runner_command
+from .world import plane, plane_diagnosis, runner_command
 
 pytestmark = [
     pytest.mark.acceptance,
@@ -60,3 +60,17 @@ async def test_two_administrators_at_once(scenario: tuple[Run, Any]) -> None:
 
 async def test_revocation_mid_flight_stops_the_tools(scenario: tuple[Run, Any]) -> None:
     checks.revocation_stops_the_tools(scenario[0])
+
+
+async def test_failure_diagnosis_says_who_closed_each_channel(pytestconfig: pytest.Config) -> None:
+    """A failed real run's message names each channel's close and the runner's output, with
+    the runner token redacted (the diagnosis that made issue 12's lost first turn readable)."""
+    async with ScriptedHermes(scripted_hermes_script(), time_scale=0) as hermes:
+        async with plane(hermes.url, runner_command(pytestconfig),
+                         lambda: hermes.secrets) as p:
+            ch = await p.cp.open_channel(p.runner_id, account=ADMINS[0], profile=PROFILE)
+            assert (await p.cp.close_channel(ch)).ok
+            text = plane_diagnosis(p, hermes.secrets)
+    assert f"channel_closed {ch.connection_id} harness" in text, text
+    assert "runner output" in text and "connected" in text, text
+    assert all(s not in text for s in p.secrets), "a secret reached the diagnosis"

@@ -37,6 +37,22 @@ class Plane:
     runner_id: str
     runner: RunnerUnderTest
     online_s: float
+    secrets: frozenset[str] = frozenset()
+
+
+def plane_diagnosis(p: Plane, secrets: Iterable[str] = (), lines: int = 40) -> str:
+    """For a failed run: how each channel closed (who closed it, from the control plane's
+    lifecycle log), epoch changes and local disconnects, and the runner's last output lines —
+    with every secret of the world redacted."""
+    kinds = ("channel_closed", "epoch_changed", "disconnected", "instance_fenced")
+    facts = [f"  #{f.seq} {f.kind} {f.connection_id or ''} {f.reason or ''} {f.detail or ''}".rstrip()
+             for f in p.cp.lifecycle.filter(runner_id=p.runner_id) if f.kind in kinds]
+    text = p.runner.output().decode(errors="replace")
+    for secret in {*secrets, *p.secrets}:
+        text = text.replace(secret, "[redacted]")
+    tail = "\n".join(text.splitlines()[-lines:])
+    return (f"control plane facts ({len(facts)}):\n" + "\n".join(facts[-lines:])
+            + f"\nrunner output (last {lines} lines):\n{tail}")
 
 
 @contextlib.asynccontextmanager
@@ -52,7 +68,8 @@ async def plane(hermes_url: str, runner_cmd: str, secrets: Callable[[], Iterable
             await runner.start()
             try:
                 await runner.wait_online(cp, reg.runner_id, timeout=30)
-                yield Plane(cp, reg.runner_id, runner, time.monotonic() - t0)
+                yield Plane(cp, reg.runner_id, runner, time.monotonic() - t0,
+                            frozenset({reg.token}))
             finally:
                 await runner.stop()
                 out = runner.output() + (extra_output() if extra_output else b"")
