@@ -152,6 +152,7 @@ class PollLoop:
                 self._reset_requested = False
                 if not reset:
                     reset = True
+                    self._status(status.RECONNECTING)   # e.g. an event post failed
                     await self._disconnect_local()
             try:
                 body = await self._until_stopped(self.machine.poll(reset))

@@ -41,17 +41,24 @@ class Plane:
 
 
 def plane_diagnosis(p: Plane, secrets: Iterable[str] = (), lines: int = 40) -> str:
-    """For a failed run: how each channel closed (who closed it, from the control plane's
-    lifecycle log), epoch changes and local disconnects, and the runner's last output lines —
+    """For a failed run: how each channel closed (why, from the control plane's lifecycle log),
+    epoch changes and local disconnects, every machine exchange not answered 200 (route, status,
+    code, fault) and the runner's last output lines —
     with every secret of the world redacted."""
     kinds = ("channel_closed", "epoch_changed", "disconnected", "instance_fenced")
     facts = [f"  #{f.seq} {f.kind} {f.connection_id or ''} {f.reason or ''} {f.detail or ''}".rstrip()
              for f in p.cp.lifecycle.filter(runner_id=p.runner_id) if f.kind in kinds]
+    failed = [f"  #{x.seq} {x.route} {x.status} {x.code or ''} {x.fault or ''} "
+              f"{x.connection_id or ''}".rstrip()
+              for x in p.cp.history.filter(runner_id=p.runner_id,
+                                           where=lambda x: x.status != 200)]
     text = p.runner.output().decode(errors="replace")
     for secret in {*secrets, *p.secrets}:
         text = text.replace(secret, "[redacted]")
     tail = "\n".join(text.splitlines()[-lines:])
     return (f"control plane facts ({len(facts)}):\n" + "\n".join(facts[-lines:])
+            + f"\nmachine exchanges not answered 200 ({len(failed)}):\n"
+            + "\n".join(failed[-lines:])
             + f"\nrunner output (last {lines} lines):\n{tail}")
 
 
