@@ -1,0 +1,53 @@
+"""Negative controls for the cases of a channel's running sessions and in-flight requests
+(``conformance/cases/test_spec_extra_channels.py``, protocol 1 §3.2, §3.3): one realistic bug
+each."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .control import Control, const
+
+
+def _call_retrying(orig: Any) -> Any:
+    async def call(self: Any, method: str, params: dict[str, Any], on_result: Any = None) -> Any:
+        try:
+            return await orig(self, method, params, on_result)
+        except Exception as exc:
+            if getattr(exc, "code", None) != "runner_connection_closed" or self._ws is None:
+                raise
+        # "the connection dropped before the reply: retry once on a fresh socket"
+        ws = await self._registry.hermes.ws_connect()
+        try:
+            await ws.send_str(json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            async for msg in ws:
+                frame = json.loads(msg.data) if isinstance(msg.data, str) else {}
+                if isinstance(frame, dict) and frame.get("id") == 1:
+                    if "result" in frame:
+                        return frame["result"]
+                    raise exc_from(frame)
+        finally:
+            await ws.close()
+        raise RuntimeError("retry socket closed")
+    return call
+
+
+def exc_from(frame: dict[str, Any]) -> Exception:
+    err = frame.get("error") if isinstance(frame.get("error"), dict) else {}
+    return RuntimeError(str(err.get("message", "Hermes error")))
+
+
+CONTROLS: tuple[Control, ...] = (
+    Control("running-only-at-submit", "isolation",
+            "Marks a session running only at its own prompt.submit; message.start does not.",
+            "state tracked from the runner's own requests only: a turn Hermes starts by itself "
+            "(a queued prompt) is invisible, so a close leaves it running",
+            "runner_ref.gateway_channel:START_EVENTS", ("ISO-902",), const(frozenset()),
+            rebind=True),
+    Control("resend-after-drop", "cancel",
+            "Re-sends a request whose channel closed before the reply, on a fresh Hermes socket.",
+            "at-least-once delivery in a reconnecting client: a prompt Hermes already holds is "
+            "submitted twice",
+            "runner_ref.gateway_channel:Channel.call", ("CAN-903",), _call_retrying),
+)

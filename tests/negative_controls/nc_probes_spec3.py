@@ -1,0 +1,42 @@
+"""Probes of the negative controls in negative_controls/controls_spec3.py (see nc_probes.py)."""
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+from typing import Any
+
+from nc_probes import probe
+
+
+def _channel(registry: Any) -> Any:
+    from runner_ref.gateway_channel import Channel, OwnedSession
+    ch = Channel("c1", False, registry)
+    ch.sessions["s1"] = OwnedSession("default", None)
+    return ch
+
+
+@probe("running-only-at-submit")
+def _running_only_at_submit() -> bool:
+    ch = _channel(NS(session_info=lambda *_a: None))
+    ch._on_frame({"method": "event", "params": {"type": "message.start", "session_id": "s1"}})
+    return not ch.sessions["s1"].running
+
+
+@probe("resend-after-drop")
+async def _resend_after_drop() -> bool:
+    connects: list[int] = []
+
+    async def ws_connect() -> Any:
+        connects.append(1)
+        raise ConnectionError("probe: no second socket")
+
+    class DroppedWs:
+        async def send_str(self, _text: str) -> None:
+            raise ConnectionError("dropped before the reply")
+
+    ch = _channel(NS(hermes=NS(ws_connect=ws_connect)))
+    ch._ws = DroppedWs()  # type: ignore[assignment]
+    try:
+        await ch.call("prompt.submit", {"session_id": "s1", "text": "x"})
+    except Exception:  # noqa: BLE001 - the reference runner refuses; only the resend counts
+        pass
+    return bool(connects)
