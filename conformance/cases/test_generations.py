@@ -111,14 +111,34 @@ async def test_server_restart_reset_poll_and_new_commands(world: Any) -> None:
 
 @case("GEN-004", manual_clock=True)
 async def test_watchdog_expiry_reconnects_with_new_epoch(world: Any) -> None:
-    """fails when: the runner exits on the 409 that follows a watchdog expiry
-    (exits-on-poll-error)."""
-    old = world.cp.epoch(world.runner_id)
-    world.cp.clock.advance(world.cp.timings.offline_after + world.cp.timings.watchdog_tick + 1)
-    new = await world.runner.guard(world.cp.wait_epoch_change(world.runner_id, old, timeout=WAIT + 1),
+    """The watchdog expires the runner while its next poll is on the way (held by a 1 s delay
+    fault, before the control plane's gates see it): that poll, a normal one, is answered at
+    once with a new epoch. The runner must disconnect locally, hold the new epoch and run the
+    next command in it: its admit carries the new epoch and the command succeeds.
+
+    Made deterministic: the clock jumps only once the delayed poll sleeps on the control
+    plane's clock. (A jump at a random moment took one of two paths by scheduling: a held poll
+    ended 409 and a reset poll, or this one.)
+
+    fails when: the runner exits on the 409 that follows a watchdog expiry
+    (exits-on-poll-error), or stays locally disconnected after a new epoch arrives on a normal
+    poll (every command of the new epoch answered "runner is disconnected")."""
+    cp, rid = world.cp, world.runner_id
+    old = cp.epoch(rid)
+    await world.runner.guard(cp.poll_held(rid, timeout=WAIT + 1), "a held poll", WAIT)
+    cp.faults.delay_next("poll", seconds=1.0)
+    at = mark(world)
+    cp.clock.advance(cp.timings.poll_hold)   # the held poll ends empty; the next one is delayed
+    nxt = await world.runner.guard(cp.history.wait_for(
+        lambda ex: ex.route == "poll", timeout=WAIT + 1, after_seq=at), "the next poll", WAIT)
+    await until(lambda: nxt.fault == "delay", "the next poll in its delay")
+    expect(old is not None and cp.epoch(rid) == old, expected="still online in the first epoch",
+           actual=str(cp.epoch(rid)))
+    cp.clock.advance(cp.timings.offline_after + cp.timings.watchdog_tick + 1)
+    new = await world.runner.guard(cp.wait_epoch_change(rid, old, timeout=WAIT + 1),
                                    "a new epoch after the watchdog", WAIT)
-    expect("watchdog" in world.cp.disconnects(world.runner_id), expected="a watchdog disconnect",
-           actual=str(world.cp.disconnects(world.runner_id)))
+    expect("watchdog" in cp.disconnects(rid), expected="a watchdog disconnect",
+           actual=str(cp.disconnects(rid)))
     at = mark(world)
     await _status_ok(world)
     admit = await wait_route(world, "admit", after_seq=at)
