@@ -34,8 +34,9 @@ def _call_retrying(orig: Any) -> Any:
 
 
 def exc_from(frame: dict[str, Any]) -> Exception:
-    err = frame.get("error") if isinstance(frame.get("error"), dict) else {}
-    return RuntimeError(str(err.get("message", "Hermes error")))
+    err = frame.get("error")
+    text = err.get("message") if isinstance(err, dict) else None
+    return RuntimeError(str(text or "Hermes error"))
 
 
 CONTROLS: tuple[Control, ...] = (
