@@ -3,6 +3,7 @@
 each."""
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -51,4 +52,42 @@ CONTROLS: tuple[Control, ...] = (
             "at-least-once delivery in a reconnecting client: a prompt Hermes already holds is "
             "submitted twice",
             "runner_ref.gateway_channel:Channel.call", ("CAN-903",), _call_retrying),
+)
+
+
+def _bind_once(orig: Any) -> Any:
+    from runner_ref import codes
+    from runner_ref.errors import CommandError
+    from runner_ref.teamtools import leases as L
+
+    async def _bind(self: Any, lease: Any) -> None:
+        async with lease.bind_lock:
+            first = not lease.bound
+            lease.expires_at = self._clock() + self.ttl
+            body = self._bind_body(lease)
+            lease.bind_sent = True
+            try:
+                status, reply = await asyncio.wait_for(
+                    self._plugin.post_json(L.BIND_PATH, body), self._plugin_timeout)
+            except Exception:
+                status, reply = 0, None
+            if lease.state is L.State.DISPOSED:
+                await self._unbind(lease)
+                raise L._expired()
+            if status != 200 or not isinstance(reply, dict) or reply.get("ok") is not True:
+                raise CommandError.of(codes.TEAM_TOOLS_BIND_FAILED)
+            if first and reply.get("native_tools") is not True:
+                raise CommandError.of(codes.TEAM_TOOLS_UNAVAILABLE)
+            lease.bound = True   # one bind; a stored id changed meanwhile waits for the re-check
+            lease.next_renew = self._clock() + self.renew_every
+    return _bind
+
+
+CONTROLS += (
+    Control("bind-once-in-flight", "team-tools",
+            "Binds once: a stored session id that changed while the bind was in flight is left "
+            "to the next 5-min re-check.",
+            "a check-then-act window: the plugin holds tools bound to a stored session Hermes "
+            "has already rotated away from, for up to 5 min",
+            "runner_ref.teamtools.leases:LeaseManager._bind", ("TT-909",), _bind_once),
 )

@@ -111,3 +111,45 @@ async def test_request_in_flight_at_close_is_not_resent(world: Any) -> None:
            actual=f"{len(got)} prompt.submit(s) in Hermes, on sockets "
                   f"{[e.socket_id for e in got]}; result {posted_code(ex) or 'success'}",
            witness=witness(world, sid, handle.id))
+
+
+@case("TT-909", hermes_script="team")
+async def test_stored_id_changed_during_bind_binds_again(world: Any) -> None:
+    """Hermes holds the plugin's first bind of a lease (pause point before bridge.bind); while
+    it is held, Hermes gives the session a new stored session (a session.info with the new
+    stored_session_id, forwarded to the channel, so the runner has read it); once released,
+    lease.bind succeeds and the runner binds once more, with the new stored id.
+
+    fails when: the runner binds once and leaves a stored id that changed meanwhile to the next
+    5-min re-check, so the plugin serves tools bound to a stored session Hermes left."""
+    import asyncio
+
+    from ._helpers_process import bound_lease
+
+    b = await bound_lease(world, bind=False)
+    rt, old = b.session["runtimeId"], b.session.get("storedId")
+    pause = world.hermes.pause_at("before bridge.bind", session_id=rt)
+    bind = asyncio.ensure_future(world.cp.bind_lease(b.lease))
+    try:
+        await pause.reached(timeout=WAIT)
+        new = await world.hermes.new_stored_id(rt)
+        after = 0
+        while True:   # the runner forwarded the new stored id: it has read it
+            frame = await b.channel.next_event("session.info", timeout=WAIT, after=after)
+            after = b.channel.events.index(frame) + 1
+            payload = frame.get("payload") or {}
+            if frame.get("session_id") == rt and payload.get("stored_session_id") == new:
+                break
+    finally:
+        pause.release()
+    out = await asyncio.wait_for(bind, WAIT)
+    expect(out.ok, expected="lease.bind succeeds", actual=f"{out.status} {out.code}",
+           witness=witness(world, rt))
+    try:
+        binds = await world.hermes.effects.wait_for_count("bind", 2, timeout=WAIT, session_id=rt)
+    except TimeoutError:
+        binds = world.hermes.effects.of("bind", session_id=rt)
+    sent = [e.stored_session_id for e in binds]
+    expect(len(sent) >= 2 and sent[0] == old and sent[-1] == new,
+           expected=f"a first bind with {old}, then one more with the new stored id {new}",
+           actual=f"binds with {sent}", witness=witness(world, rt))

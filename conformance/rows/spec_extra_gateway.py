@@ -40,4 +40,8 @@ ROWS: tuple[Case, ...] = (
     Case("CAN-903", "MUST", "If the channel closes after a request other than create/resume "
          "was sent and before its reply, the runner MUST NOT resend it: a prompt.submit held in "
          "Hermes at gateway.close reaches Hermes once.", "3.3", "cancel races"),
+    Case("TT-909", "SHOULD", "If the stored session id changed while a bind was in flight, the "
+         "runner SHOULD bind once more: a session.info with a new stored id read while the "
+         "plugin holds the first bind is followed by a second bind carrying it.", "6.4", _TT,
+         feature="team-tools"),
 )

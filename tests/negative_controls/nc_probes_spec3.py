@@ -40,3 +40,24 @@ async def _resend_after_drop() -> bool:
     except Exception:  # noqa: BLE001 - the reference runner refuses; only the resend counts
         pass
     return bool(connects)
+
+
+@probe("bind-once-in-flight")
+async def _bind_once_in_flight() -> bool:
+    import asyncio
+
+    from runner_ref.teamtools.leases import LeaseManager, State
+    lease = NS(bind_lock=asyncio.Lock(), bound=False, stored_id="old", state=State.ACTIVE,
+               expires_at=0.0, next_renew=0.0, bind_sent=False)
+    posts: list[str] = []
+
+    async def post_json(_path: str, body: dict[str, Any]) -> Any:
+        posts.append(body["stored_session_id"])
+        lease.stored_id = "new"   # a session.info read while the bind is in flight
+        return 200, {"ok": True, "native_tools": True}
+
+    me = NS(_clock=lambda: 0.0, ttl=1800.0, renew_every=300.0, _plugin_timeout=5.0,
+            _plugin=NS(post_json=post_json),
+            _bind_body=lambda x: {"stored_session_id": x.stored_id})
+    await LeaseManager._bind(me, lease)  # type: ignore[arg-type]
+    return posts == ["old"]
