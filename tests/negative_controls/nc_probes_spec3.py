@@ -61,3 +61,28 @@ async def _bind_once_in_flight() -> bool:
             _bind_body=lambda x: {"stored_session_id": x.stored_id})
     await LeaseManager._bind(me, lease)  # type: ignore[arg-type]
     return posts == ["old"]
+
+
+@probe("connected-only-after-reset")
+async def _connected_only_after_reset() -> bool:
+    import asyncio
+
+    from runner_ref.poll_loop import PollLoop
+    answers = [{"epoch": "e1", "commands": []}, {"epoch": "e2", "commands": []}]
+    me = NS(_stop=asyncio.Event(), _reset_requested=False, _connected=False,
+            machine=NS(epoch=None), _status=lambda _text: None, _spawn=lambda *_a: None)
+
+    async def poll(_reset: bool) -> Any:
+        body = answers.pop(0)
+        if not answers:
+            me._stop.set()
+        return body
+
+    async def until_stopped(coro: Any) -> Any:
+        return await coro
+
+    async def disconnect_local() -> None:
+        me._connected = False
+    me.machine.poll, me._until_stopped, me._disconnect_local = poll, until_stopped, disconnect_local
+    await PollLoop._poll_loop(me)  # type: ignore[arg-type]
+    return not me._connected
