@@ -13,6 +13,7 @@ from . import (
     controls_process,
     controls_spec,
     controls_spec2,
+    controls_spec3,
     controls_teamtools,
     controls_wire,
 )
@@ -24,6 +25,7 @@ CONTROLS: tuple[Control, ...] = (
     *controls_wire.CONTROLS, *controls_permission.CONTROLS, *controls_ledger.CONTROLS,
     *controls_gateway.CONTROLS, *controls_process.CONTROLS, *controls_teamtools.CONTROLS,
     *controls_spec.CONTROLS, *controls_spec2.CONTROLS,
+    *controls_spec3.CONTROLS,
 )
 BY_NAME: dict[str, Control] = {c.name: c for c in CONTROLS}
 

@@ -7,7 +7,9 @@ Rules:
   order, before the next frame): ``call(..., on_result=…)`` runs the hook in the reader.
 - Only frames of sessions this channel owns are forwarded, in order, as the ``params`` of the
   Hermes ``event`` notification; ``message.complete`` clears the running state;
-  ``session.info`` updates the stored id and tells the registry.
+  ``message.start`` and a ``session.info`` with ``payload.running: true`` set it (a turn
+  Hermes starts on its own, such as a queued prompt, is running too); ``session.info``
+  updates the stored id and tells the registry.
 - A 410 on ``event`` closes just this channel (``registry.close_later``); any other posting
   failure disconnects the runner (``registry.on_fatal``). When Hermes closes the socket the
   channel posts ``{connectionId, closed: true}`` and the registry forgets it.
@@ -33,7 +35,11 @@ from . import codes, timings
 from .errors import CommandError, ServerError
 from .hermes import HermesClient
 
+#: frames after which a session is no longer running (§3.2 MUST)
 COMPLETION_EVENTS = frozenset({"message.complete"})
+#: frames after which a session is running (§3.2 SHOULD): a turn Hermes starts by itself (the
+#: next queued prompt) is announced only by its message.start
+START_EVENTS = frozenset({"message.start"})
 
 PostEvent = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -156,8 +162,12 @@ class Channel:
             return  # only owned sessions' frames leave this machine
         if params["type"] in COMPLETION_EVENTS:
             owned.running = False
+        elif params["type"] in START_EVENTS:
+            owned.running = True
         elif params["type"] == "session.info":
             payload = params.get("payload") if isinstance(params.get("payload"), dict) else {}
+            if payload.get("running") is True:
+                owned.running = True
             stored = payload.get("stored_session_id")
             if isinstance(stored, str) and stored:
                 owned.stored_id = stored

@@ -173,9 +173,9 @@ class PollLoop:
             if self.machine.epoch is not None and epoch != self.machine.epoch:
                 await self._disconnect_local()
             self.machine.epoch = epoch
+            self._connected = True   # holding this epoch (also after a new one on a normal poll)
             if reset:
                 reset = False
-                self._connected = True
                 self._status(status.CONNECTED)
             for cmd in body.get("commands", []):
                 self._spawn(cmd, epoch)

@@ -109,21 +109,50 @@ async def test_server_restart_reset_poll_and_new_commands(world: Any) -> None:
     await _status_ok(world)
 
 
+async def _expire(world: Any, *, poll_delayed: bool) -> str:
+    """One watchdog expiry, by one of its two paths, chosen (a jump at a random moment took one
+    of them by scheduling): with the runner's poll held, the jump ends that poll (its hold,
+    then the dropped state: 409) and the runner reaches the new epoch through a reset poll;
+    with its next poll asleep in a 1 s delay fault (before the gates see it), that normal poll
+    is answered at once with the new epoch. Returns the new epoch."""
+    cp, rid = world.cp, world.runner_id
+    old = cp.epoch(rid)
+    await world.runner.guard(cp.poll_held(rid, timeout=WAIT + 1), "a held poll", WAIT)
+    if poll_delayed:
+        cp.faults.delay_next("poll", seconds=1.0)
+        at = mark(world)
+        cp.clock.advance(cp.timings.poll_hold)   # the held poll ends empty; the next is delayed
+        nxt = await world.runner.guard(cp.history.wait_for(
+            lambda ex: ex.route == "poll", timeout=WAIT + 1, after_seq=at), "the next poll", WAIT)
+        await until(lambda: nxt.fault == "delay", "the next poll in its delay")
+        expect(cp.epoch(rid) == old, expected="still online in the old epoch",
+               actual=str(cp.epoch(rid)))
+    cp.clock.advance(cp.timings.offline_after + cp.timings.watchdog_tick + 1)
+    new = await world.runner.guard(cp.wait_epoch_change(rid, old, timeout=WAIT + 1),
+                                   "a new epoch after the watchdog", WAIT)
+    return str(new)
+
+
 @case("GEN-004", manual_clock=True)
 async def test_watchdog_expiry_reconnects_with_new_epoch(world: Any) -> None:
-    """fails when: the runner exits on the 409 that follows a watchdog expiry
-    (exits-on-poll-error)."""
-    old = world.cp.epoch(world.runner_id)
-    world.cp.clock.advance(world.cp.timings.offline_after + world.cp.timings.watchdog_tick + 1)
-    new = await world.runner.guard(world.cp.wait_epoch_change(world.runner_id, old, timeout=WAIT + 1),
-                                   "a new epoch after the watchdog", WAIT)
-    expect("watchdog" in world.cp.disconnects(world.runner_id), expected="a watchdog disconnect",
-           actual=str(world.cp.disconnects(world.runner_id)))
-    at = mark(world)
-    await _status_ok(world)
-    admit = await wait_route(world, "admit", after_seq=at)
-    expect(admit.request_epoch == new, expected=f"the admit after the reconnect carries epoch {new}",
-           actual=str(admit.request_epoch), witness=witness(world, routes=("poll", "admit")))
+    """Two watchdog expiries, one by each path (see ``_expire``): a held poll ended 409, then a
+    new epoch on a normal poll. After each the runner must hold the new epoch and run the next
+    command in it: its admit carries the new epoch and the command succeeds.
+
+    fails when: the runner exits on the 409 that follows a watchdog expiry
+    (exits-on-poll-error), or stays locally disconnected after a new epoch arrives on a normal
+    poll (every command of the new epoch answered "runner is disconnected")."""
+    for n, delayed in enumerate((False, True), 1):
+        new = await _expire(world, poll_delayed=delayed)
+        expect(world.cp.disconnects(world.runner_id).count("watchdog") == n,
+               expected=f"{n} watchdog disconnect(s)",
+               actual=str(world.cp.disconnects(world.runner_id)))
+        at = mark(world)
+        await _status_ok(world)
+        admit = await wait_route(world, "admit", after_seq=at)
+        expect(admit.request_epoch == new,
+               expected=f"the admit after the reconnect carries epoch {new}",
+               actual=str(admit.request_epoch), witness=witness(world, routes=("poll", "admit")))
 
 
 def _delivery_epochs(world: Any) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """Catalogue rows of spec-coverage cases for channels, the ledger's rule order and team-tool
 leases (protocol 1 §2.6.4, §3.1, §3.2–3.4, §4.3, §6.3, §6.4; tests:
-conformance/cases/test_spec_extra_gateway.py). IDs 900–999."""
+conformance/cases/test_spec_extra_gateway.py and, for a channel's running sessions and
+in-flight requests, conformance/cases/test_spec_extra_channels.py). IDs 900–999."""
 
 from __future__ import annotations
 
@@ -32,4 +33,15 @@ ROWS: tuple[Case, ...] = (
          "with team_tools_unavailable.", "6.4", _TT, feature="team-tools"),
     Case("CAN-902", "SHOULD", "If the channel closes while a session.create is in flight, the "
          "runner SHOULD answer it runner_command_uncertain.", "3.3", "cancel races"),
+    Case("ISO-902", "SHOULD", "The runner SHOULD also consider a session running on "
+         "message.start: a queued turn Hermes starts by itself (announced by a message.start "
+         "after the previous turn's message.complete) is interrupted at gateway.close.", "3.2",
+         "session isolation"),
+    Case("CAN-903", "MUST", "If the channel closes after a request other than create/resume "
+         "was sent and before its reply, the runner MUST NOT resend it: a prompt.submit held in "
+         "Hermes at gateway.close reaches Hermes once.", "3.3", "cancel races"),
+    Case("TT-909", "SHOULD", "If the stored session id changed while a bind was in flight, the "
+         "runner SHOULD bind once more: a session.info with a new stored id read while the "
+         "plugin holds the first bind is followed by a second bind carrying it.", "6.4", _TT,
+         feature="team-tools"),
 )

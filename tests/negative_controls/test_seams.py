@@ -8,6 +8,7 @@ from __future__ import annotations
 import nc_probes_permission  # noqa: F401 - registers its probes
 import nc_probes_runtime  # noqa: F401 - registers its probes
 import nc_probes_spec  # noqa: F401 - registers its probes
+import nc_probes_spec3  # noqa: F401 - registers its probes
 import nc_probes_teamtools  # noqa: F401 - registers its probes
 import pytest
 from nc_probes import PROBES
