@@ -72,6 +72,10 @@ class HermesClient:
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
+                # No keep-alive reuse: a WebSocket upgrade sent on a connection that just
+                # served a request can be cut 5 s later by Hermes' server (uvicorn 0.54 arms the
+                # old request's keep-alive timer after handing the socket to the WebSocket).
+                connector=aiohttp.TCPConnector(force_close=True),
                 cookie_jar=aiohttp.CookieJar(unsafe=True),
                 skip_auto_headers=("User-Agent",),
                 timeout=aiohttp.ClientTimeout(total=timings.HERMES_TIMEOUT),
