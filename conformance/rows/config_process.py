@@ -1,4 +1,5 @@
-"""Catalogue rows of the config process cases (tests: conformance/cases/test_config_process.py)."""
+"""Catalogue rows of the config process cases (tests: conformance/cases/
+test_config_process_startup.py, _state.py and _stop.py)."""
 
 from __future__ import annotations
 

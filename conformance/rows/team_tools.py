@@ -1,4 +1,5 @@
-"""Catalogue rows of the team tools cases (tests: conformance/cases/test_team_tools.py)."""
+"""Catalogue rows of the team tools cases (tests: conformance/cases/test_team_tools_binding.py,
+_listener.py and _calls.py)."""
 
 from __future__ import annotations
 

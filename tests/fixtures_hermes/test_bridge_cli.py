@@ -42,7 +42,7 @@ async def _listener(token: str, seen: list[dict[str, Any]]) -> tuple[web.AppRunn
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]  # the bound (host, port): public AppRunner API
     return runner, f"http://127.0.0.1:{port}"
 
 

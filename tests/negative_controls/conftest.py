@@ -1,14 +1,8 @@
-"""tests/negative_controls: the probe modules are importable (pytest runs in importlib mode),
-and the self-test's verdicts are printed as one table at the end of the session."""
+"""tests/negative_controls: the self-test's verdicts are printed as one table at the end of the
+session. (The probe modules are imported through the package, ``tests.negative_controls``.)"""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from types import SimpleNamespace as NS
 from typing import Any
 
-from nc_probes import _config, _raises, probe
+from tests.negative_controls.nc_probes import _config, _raises, probe
 
 
 # -- permission and secrets ------------------------------------------------------------------

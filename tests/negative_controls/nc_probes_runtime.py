@@ -8,7 +8,7 @@ import uuid
 from types import SimpleNamespace as NS
 from typing import Any
 
-from nc_probes import _accepts, _config, _raises, _yield, probe
+from tests.negative_controls.nc_probes import _accepts, _config, _raises, _yield, probe
 
 
 def _gateways(**kw: Any) -> Any:

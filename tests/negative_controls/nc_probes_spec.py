@@ -5,7 +5,7 @@ import asyncio
 from types import SimpleNamespace as NS
 from typing import Any
 
-from nc_probes import _yield, probe
+from tests.negative_controls.nc_probes import _yield, probe
 
 
 async def _noop(*_a: Any, **_k: Any) -> None:
@@ -164,7 +164,7 @@ async def _unvalidated() -> bool:
 
 @probe("hermes-url-userinfo-accepted")
 def _userinfo() -> bool:
-    from nc_probes import _accepts
+    from tests.negative_controls.nc_probes import _accepts
     return _accepts(hermesURL="http://u:p@127.0.0.1:9119")
 
 

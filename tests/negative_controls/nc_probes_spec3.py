@@ -4,7 +4,7 @@ from __future__ import annotations
 from types import SimpleNamespace as NS
 from typing import Any
 
-from nc_probes import probe
+from tests.negative_controls.nc_probes import probe
 
 
 def _channel(registry: Any) -> Any:

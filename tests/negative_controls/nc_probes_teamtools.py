@@ -4,8 +4,8 @@ from __future__ import annotations
 from types import SimpleNamespace as NS
 from typing import Any
 
-from nc_probes import probe
-from nc_probes_runtime import _leases
+from tests.negative_controls.nc_probes import probe
+from tests.negative_controls.nc_probes_runtime import _leases
 
 
 # -- team tools -------------------------------------------------------------------------------

@@ -5,16 +5,18 @@ These checks are in-process and fast; they do not depend on the conformance case
 """
 from __future__ import annotations
 
-import nc_probes_permission  # noqa: F401 - registers its probes
-import nc_probes_runtime  # noqa: F401 - registers its probes
-import nc_probes_spec  # noqa: F401 - registers its probes
-import nc_probes_spec3  # noqa: F401 - registers its probes
-import nc_probes_teamtools  # noqa: F401 - registers its probes
 import pytest
-from nc_probes import PROBES
 
 from negative_controls import seams
 from negative_controls.registry import CONTROLS
+from tests.negative_controls import (
+    nc_probes_permission,  # noqa: F401 - registers its probes
+    nc_probes_runtime,  # noqa: F401 - registers its probes
+    nc_probes_spec,  # noqa: F401 - registers its probes
+    nc_probes_spec3,  # noqa: F401 - registers its probes
+    nc_probes_teamtools,  # noqa: F401 - registers its probes
+)
+from tests.negative_controls.nc_probes import PROBES
 
 NAMES = [c.name for c in CONTROLS]
 

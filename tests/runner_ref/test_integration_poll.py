@@ -10,8 +10,9 @@ from .stub_hermes import StubHermes
 
 
 async def test_poll_errors_reconnect_after_1s_with_reset(tmp_path: Path) -> None:
-    env = {"RUNNER_REF_TEST_RECONNECT_DELAY": "1"}
-    async with StubHermes() as hermes, rig(tmp_path, hermes.url, env=env) as r:
+    # The runner's reconnect wait is the rig's fast one (FAST_ENV, 0.1 s): this test proves
+    # order, not duration; the 1 s wait itself is test_poll_loop_poll.py's (see below).
+    async with StubHermes() as hermes, rig(tmp_path, hermes.url) as r:
         cp = r.cp
         await r.runner.wait_output("connected")
         old_epoch = cp.epoch(r.runner_id)

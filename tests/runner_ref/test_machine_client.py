@@ -33,7 +33,7 @@ async def server() -> AsyncIterator[tuple[str, list[web.Request], dict[str, Any]
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]  # the bound (host, port): public AppRunner API
     yield f"http://127.0.0.1:{port}", seen, answer
     await runner.cleanup()
 

@@ -1,5 +1,6 @@
-"""CFG — config and process: runner.json validation, the file mode, the state directory and
-its lock, signals and exit codes (protocol §1).
+"""CFG — config and process, at startup: runner.json's file mode and validation, the LAN opt-in,
+credential bounds and a wrong token; a refused config ends the runner with exit code 1 (§1.1–1.3,
+§1.5).
 
 A refused config is observed from outside only: the exit code, the control plane's history (no
 request may reach it) and every byte the runner printed (no value of the file echoed).
@@ -8,33 +9,23 @@ request may reach it) and every byte the runner printed (no value of the file ec
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import secrets
-import uuid
 from collections.abc import Callable
-from signal import SIGTERM
 from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
 
 from ._helpers_process import (
-    bound_lease,
     brief,
     config_values,
     exit_code,
     lan_control_plane,
-    mode_of,
     output_holds,
-    reap_only,
-    same_dir_runner,
     side_runner,
-    state_dir,
     world_exchanges,
 )
-
-STATUS = {"path": "/api/status", "method": "GET"}
 
 
 async def refused_at_startup(world: Any, patch: Callable[[dict[str, Any]], None], name: str) -> None:
@@ -211,96 +202,6 @@ async def test_hermes_localhost_is_refused(world: Any) -> None:
     await refused_at_startup(world, lambda c: c.update(hermesURL=url), "hermesURL on localhost")
 
 
-@case("CFG-008")
-async def test_second_process_on_the_state_dir_exits_1(world: Any) -> None:
-    """fails when: the runner takes no single-instance lock (the second process polls and
-    replaces the first), or the second one exits 0 / keeps running."""
-    first = {ex.instance for ex in world_exchanges(world)}
-    mark = world.cp.history.last_seq
-    second = same_dir_runner(world)
-    try:
-        await second.start()
-        code = await exit_code(second, "a second process on the same state directory")
-        expect(code == 1, expected="the second process exits with code 1", actual=code,
-               witness=second.stderr_text().splitlines()[-3:])
-        expect(not second.leaks(), expected="no secret printed", actual=second.leaks())
-    finally:
-        await reap_only(second)
-    others = [ex for ex in world.cp.history.since(mark) if ex.instance not in first]
-    expect(not others, expected="no request from the second process",
-           actual=f"{len(others)} request(s) of another instance",
-           witness=[brief(ex) for ex in others[:5]])
-    out = await world.cp.command(world.runner_id, "http", dict(STATUS))
-    expect(out.ok, expected="the first runner still works: GET /api/status → 200",
-           actual=f"{out.status} {out.code}")
-
-
-@case("CFG-009")
-async def test_state_lives_beside_the_config(world: Any) -> None:
-    """fails when: the runner keeps its state elsewhere (cwd, home, /tmp, state/ without the
-    runnerId)."""
-    where = state_dir(world.runner)
-    expect(where.is_dir(), expected=f"a directory state/{world.runner_id}/ beside runner.json",
-           actual="missing")
-    files = [p for p in where.rglob("*") if p.is_file()]
-    expect(files, expected="state files in it (lock, ledger)", actual="an empty directory")
-
-
-@case("CFG-010")
-async def test_sigterm_interrupts_running_session_and_exits_0(world: Any) -> None:
-    """fails when: SIGTERM exits without session.interrupt of a running turn, or with a
-    non-zero code."""
-    cp = world.cp
-    ch = await cp.open_channel(world.runner_id, profile="default")
-    created = await cp.rpc(ch, "session.create", {"profile": "default", "title": "long"})
-    expect(created.ok, expected="session.create ok", actual=f"{created.status} {created.code}")
-    sid = created.result["session_id"]
-    sub = await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})
-    expect(sub.ok, expected="prompt.submit ok", actual=f"{sub.status} {sub.code}")
-    await world.hermes.effects.wait_for("prompt.accepted", timeout=10, session_id=sid)
-    code = await world.runner.terminate(15)
-    interrupts = world.hermes.effects.of("session.interrupted", session_id=sid)
-    expect(interrupts, expected=f"session.interrupt of running session {sid}",
-           actual="none", witness=[json.dumps(e.to_json(), default=str)
-                                   for e in world.hermes.effects.entries[-5:]])
-    expect(code == 0, expected="exit code 0", actual=code,
-           witness=world.runner.stderr_text().splitlines()[-3:])
-
-
-#: How long CFG-011 lets a runner that abandons its post at SIGTERM take to exit.
-ABANDON_WINDOW = 3.0
-
-
-@case("CFG-011", manual_clock=True)
-async def test_sigterm_lets_an_in_flight_result_post_finish(world: Any) -> None:
-    """fails when: SIGTERM aborts the result post of a command that already ran (or exits before
-    it is answered)."""
-    cp, rid = world.cp, world.runner_id
-    command_id = str(uuid.uuid4())
-    # targeted: applied once the body is read; on the manual clock it holds until advanced
-    cp.faults.delay_next("result", n=1, seconds=5.0, target=command_id)
-    handle = await cp.submit(rid, "http", dict(STATUS), command_id=command_id)
-    await cp.history.wait_for(lambda ex: ex.route == "result" and ex.command_id == handle.id,
-                              timeout=10)
-    await cp.poll_held(rid, timeout=10)
-    world.runner.signal(SIGTERM)
-    await world.runner.guard(cp.poll_released(rid, timeout=10), "its poll was aborted", 10)
-    # A runner that abandons its in-flight post at SIGTERM closes that connection and exits on
-    # its own, however loaded the machine: give it that chance before the post may be answered
-    # (a bounded wait for its exit; a draining runner does not exit, it waits for the answer).
-    with contextlib.suppress(TimeoutError):
-        await world.runner.wait(ABANDON_WINDOW)
-    world.clock.advance(5.0)
-    code = await exit_code(world.runner, "SIGTERM with a result post in flight")
-    results = [ex for ex in cp.history.filter(route="result") if ex.command_id == handle.id]
-    expect(any(ex.status == 200 for ex in results),
-           expected="the held result post is answered 200 before the exit",
-           actual=[brief(ex) for ex in results])
-    expect(handle.done() and handle.outcome is not None and handle.outcome.ok,
-           expected="the command ends with its result", actual=handle.outcome)
-    expect(code == 0, expected="exit code 0", actual=code)
-
-
 @case("CFG-012", start_runner=False)
 async def test_wrong_token_exits_1_without_retry(world: Any) -> None:
     """fails when: the runner retries after runner_unauthorized (treats it as a transport
@@ -318,28 +219,6 @@ async def test_wrong_token_exits_1_without_retry(world: Any) -> None:
     expect(len(sent) == 1 and sent[0].code == "runner_unauthorized",
            expected="exactly one poll, answered runner_unauthorized",
            actual=f"{len(sent)} request(s)", witness=[brief(ex) for ex in sent[:5]])
-
-
-@case("CFG-013")
-async def test_state_dir_is_0700(world: Any) -> None:
-    """fails when: the state directory is created with the process umask (e.g. 0755)."""
-    where = state_dir(world.runner)
-    expect(where.is_dir(), expected="the state directory exists", actual="missing")
-    expect(mode_of(where) == 0o700, expected="state directory mode 0700",
-           actual=oct(mode_of(where)))
-
-
-@case("CFG-014")
-async def test_graceful_stop_prints_stopped(world: Any) -> None:
-    """fails when: the runner prints nothing (or something else) at a graceful stop, or writes
-    its status lines to stdout."""
-    code = await world.runner.terminate(15)
-    out, err = world.runner.redacted_output()
-    last = [ln for ln in err.splitlines() if ln.strip()][-1:] or [""]
-    expect(code == 0, expected="exit code 0", actual=code)
-    expect("stopped" in last[0], expected='a last stderr line "<time> stopped"',
-           actual=last[0][-200:] or "no stderr")
-    expect(out == "", expected="nothing on stdout", actual=out[:200])
 
 
 @case("CFG-015", start_runner=False, hermes_auth="account")
@@ -383,53 +262,3 @@ async def test_config_that_is_not_json_exits_1(world: Any) -> None:
            witness=runner.stderr_text().splitlines()[-3:])
     sent = world_exchanges(world)
     expect(not sent, expected="no request", actual=f"{len(sent)} request(s)")
-
-
-@case("CFG-017")
-async def test_service_instance_file_names_the_instance(world: Any) -> None:
-    """fails when: service-instance.json holds another instance id than the one on the wire, or
-    is left behind after a clean exit."""
-    info_path = state_dir(world.runner) / "service-instance.json"
-    expect(info_path.is_file(), expected="state/<runnerId>/service-instance.json", actual="missing")
-    try:
-        info = json.loads(info_path.read_text())
-    except ValueError:
-        info = None
-    wire = {ex.instance for ex in world_exchanges(world)}
-    expect(isinstance(info, dict) and info.get("instanceId") in wire and len(wire) == 1,
-           expected=f"instanceId = the x-runner-instance on the wire {sorted(wire)}",
-           actual=world.redact(json.dumps(info))[:300])
-    code = await world.runner.terminate(15)
-    expect(code == 0, expected="exit code 0", actual=code)
-    expect(not info_path.exists(), expected="service-instance.json deleted at a clean exit",
-           actual="still there")
-
-
-@case("CFG-018")
-async def test_sigterm_disposes_leases_with_unbind(world: Any) -> None:
-    """fails when: a graceful stop leaves bound leases in the plugin (no unbind)."""
-    b = await bound_lease(world)
-    code = await world.runner.terminate(15)
-    unbinds = world.hermes.effects.of("unbind", session_id=b.session["runtimeId"])
-    expect(any(e.detail.get("generation") == b.binding["generation"] for e in unbinds),
-           expected="an unbind of the bound lease (its generation) before the exit",
-           actual=f"{len(unbinds)} unbind effect(s)")
-    expect(code == 0, expected="exit code 0", actual=code)
-
-
-@case("CFG-019")
-async def test_sigterm_closes_every_gateway(world: Any) -> None:
-    """fails when: a graceful stop exits with channels' WebSockets still open (left to the
-    kernel: an abnormal 1006 close), or closes only some of them."""
-    cp = world.cp
-    for _ in range(2):
-        await cp.open_channel(world.runner_id, profile="default")
-    sockets = {e.socket_id for e in world.hermes.effects.of("ws.connected")}
-    code = await world.runner.terminate(15)
-    # a close frame, not the kernel's reset at exit (aiohttp reports that as 1006)
-    closed = {e.socket_id for e in world.hermes.effects.of("ws.closed")
-              if e.detail.get("code") not in (None, 1006)}
-    expect(len(sockets) >= 2 and sockets <= closed,
-           expected=f"every channel socket closed: {sorted(s or '' for s in sockets)}",
-           actual=f"closed: {sorted(s or '' for s in closed)}")
-    expect(code == 0, expected="exit code 0", actual=code)
