@@ -16,6 +16,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import time
@@ -32,6 +33,15 @@ from ..worlds import open_world
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0
 WAIT = 10.0
+
+
+async def within(what: str, aw: Awaitable[T], timeout: float = WAIT) -> T:
+    """Await ``aw`` for at most ``timeout`` seconds; on expiry ``TimeoutError`` names ``what``
+    was awaited (every wait of the machines and the matrix is bounded and says what it was)."""
+    try:
+        return await asyncio.wait_for(aw, timeout)
+    except TimeoutError:
+        raise TimeoutError(f"waited {timeout:g}s for {what}") from None
 
 
 @dataclasses.dataclass
@@ -146,7 +156,8 @@ class Rig:
             else:
                 await w.start_runner()
         elif not w.cp.is_online(w.runner_id):
-            await runner.wait_online(w.cp, w.runner_id, WAIT)
+            await within("the runner to be online at the example's start",
+                         runner.wait_online(w.cp, w.runner_id, WAIT), WAIT + 2)
 
     async def _fresh_runner(self) -> None:
         """Register another runner on the same control plane (the old one was disabled)."""
