@@ -60,3 +60,22 @@ def test_matrix_cells_on_one_rig() -> None:
         for cell in picked:
             assert run_cell(rig, cell)["cell"] == cell.id
     assert rig.stats.restarts == 1
+
+
+def test_the_deadline_row_leaves_nothing_held() -> None:
+    """FLT-004's cells, twice on one rig: each ends with the runner's poll parked again and no
+    request still held (a poll left held for an hour of server clock starved every later cell)."""
+    from conformance.faults_matrix import cells
+
+    with Rig(REF) as rig:
+        w = rig.world
+        for cell in cells("deadline") * 2:
+            run_cell(rig, cell)
+            assert rig.call(lambda: w.cp.poll_held(w.runner_id, timeout=5.0)) is not None
+
+            def held() -> list[int]:  # unanswered delayed requests, but the poll parked now
+                polls = [ex.seq for ex in w.cp.history.entries if ex.route == "poll"]
+                return [ex.seq for ex in w.cp.history.entries
+                        if ex.fault == "delay" and ex.status is None and ex.seq != polls[-1]]
+
+            assert rig.portal.call_sync(held) == [], cell.id
