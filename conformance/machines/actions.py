@@ -246,14 +246,45 @@ async def retire(rig: Rig) -> tuple[Any, Outcome]:
     return handle, await replay(rig, handle.wire)
 
 
+TURN = 0.1  # seconds of wall time a command is given before the server clock is moved on
+
+
 async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
     """Await a handle, moving the server clock past holds and redeliveries in small turns
-    (bounded, and within the command's 30 s deadline)."""
+    (at most ``turns`` moves of ``redelivery + 1`` s: within the command's deadline).
+
+    The clock moves only when moving it can help (a poll of the runner is parked, so a
+    redelivery or a poll hold is due, or one of its requests is held by a delay fault) and never
+    into the watchdog (``offline_after`` since the runner was last seen): while the runner is in
+    its reconnect pause nothing is due on the clock, and moving it would only take the runner
+    offline, fail the command ``runner_offline`` and cost another reconnection."""
     w = rig.world
-    for _ in range(turns):
+    assert w.clock is not None
+    moved = 0
+    for _ in range(int(WAIT / TURN)):
         try:
-            return await handle.wait(0.1)
+            return await handle.wait(TURN)
         except TimeoutError:
-            assert w.clock is not None
-            w.clock.advance(w.timings.redelivery + 1)
-    return await within(f"the outcome of command {handle.id}", handle.wait(WAIT + 1))
+            pass
+        if moved < turns:
+            step = _clock_room(rig, w.timings.redelivery + 1)
+            if step > 0:
+                w.clock.advance(step)
+                moved += 1
+    return await within(f"the outcome of command {handle.id}", handle.wait(TURN))
+
+
+def _clock_room(rig: Rig, want: float) -> float:
+    """How far the server clock may move now for the runner's sake (0: not now)."""
+    w = rig.world
+    assert w.clock is not None
+    slot = w.cp.hub.slots.get(w.runner_id or "")
+    if slot is None or slot.online is None:
+        return 0.0
+    held = slot.waiter is not None or any(
+        ex.fault == "delay" and ex.status is None and ex.runner_id == w.runner_id
+        for ex in list(w.cp.history.entries)[-64:])
+    if not held:
+        return 0.0
+    room = slot.online.seen + w.timings.offline_after - w.timings.watchdog_tick - w.clock.now()
+    return max(0.0, min(want, room))

@@ -36,6 +36,8 @@ class Permission(WorldMachine):
 
     @classmethod
     def prepare(cls, rig: Any) -> None:
+        if races.ACCOUNT in rig.accounts:  # a kept rig (machines.shared): made by an earlier run
+            return
         rig.call(lambda: rig.world.cp.create_account(races.ACCOUNT, PROFILES))
         rig.accounts.append(races.ACCOUNT)
 

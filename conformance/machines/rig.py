@@ -67,6 +67,7 @@ class Rig:
 
     def __init__(self, runner_cmd: str, **world_options: Any) -> None:
         self.runner_cmd = runner_cmd
+        self.options = dict(world_options)  # as given (the key of a kept rig, see .shared)
         self.world_options = {"manual_clock": True, "hermes_script": "slow", **world_options}
         self.portal = Portal("conformance-machine")
         self.world: World
@@ -89,6 +90,17 @@ class Rig:
     def close(self) -> None:
         self.stats.seconds = time.perf_counter() - self._t0
         self.portal.close()
+
+    def new_run(self) -> None:
+        """Fresh counters for a machine run on a rig kept from an earlier one (.shared)."""
+        self.stats = Stats()
+        self.last_violation = None
+        self._t0 = time.perf_counter()
+
+    def lap(self) -> Stats:
+        """The counters with ``seconds`` up to now (a run on a kept rig that stays open)."""
+        self.stats.seconds = time.perf_counter() - self._t0
+        return self.stats
 
     def __enter__(self) -> Rig:
         return self.open()
