@@ -154,6 +154,26 @@ class Rig:
             if lag > 0:
                 clock.advance(lag)
 
+    async def catch_up(self) -> None:
+        """Bring the server clock up to the runner's clock after the rig sat idle (a kept rig,
+        see .shared) in steps the watchdog never sees: before each step the runner's parked
+        poll is answered and its next poll parked (so it was seen at the current clock), then
+        the clock moves by at most half of ``offline_after``."""
+        w = self.world
+        clock = w.clock
+        assert clock is not None
+        rid = w.runner_id
+        while (lag := time.time() + self.runner_offset - clock.now()) > 0:
+            if lag < 1.0 or not w.cp.is_online(rid):  # a second, or nobody to take offline
+                clock.advance(lag)
+                return
+            parked = await within("the runner's long poll to be parked (clock catch-up)",
+                                  w.cp.poll_held(rid, timeout=WAIT + 1))
+            parked.wake()  # answered empty: the runner polls again, seen at the current clock
+            await within("the runner's next poll to be parked (clock catch-up)",
+                         w.cp.poll_held(rid, other_than=parked, timeout=WAIT + 1))
+            clock.advance(min(lag, w.timings.offline_after / 2))
+
     async def _begin(self) -> None:
         w = self.world
         self.sync_clock()

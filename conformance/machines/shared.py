@@ -4,9 +4,10 @@ Rules:
 - :func:`borrow` gives the rig kept for the same runner command and world options, or opens a
   new one (closing a kept rig of other options first: at most one world is kept).
 - A machine run starts on a borrowed rig as an example starts on any rig (``Rig.new_run`` then
-  ``Rig.begin``: a live runner, clean faults and pauses, facts judged only since it began); a
-  runner left under ``faketime`` by the previous run is restarted on the plain clock first, so
-  every run starts from the world a fresh one would give.
+  ``Rig.begin``: a live runner, clean faults and pauses, facts judged only since it began); the
+  server clock first catches up with the wall time the rig sat kept (``Rig.catch_up``, in
+  steps below the watchdog), and a runner left under ``faketime`` by the previous run is
+  restarted on the plain clock, so every run starts from the world a fresh one would give.
 - :func:`give_back` keeps the rig only after a run that passed; a failed run closes it, so a
   broken world never reaches the next run. :func:`close_kept` closes what is kept (the pytest
   session's cleanup, the bench's end).
@@ -34,6 +35,7 @@ def borrow(runner_cmd: str, options: dict[str, Any]) -> Rig:
     close_kept()
     if rig is None or not rig.portal.running:
         return Rig(runner_cmd, **options).open()
+    rig.call(rig.catch_up)  # the clock stood still while the rig was kept
     if rig.runner_offset:
         rig.call(lambda: actions.restart_runner(rig, crash=False))
         rig.runner_offset = 0.0

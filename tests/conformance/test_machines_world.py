@@ -79,3 +79,22 @@ def test_the_deadline_row_leaves_nothing_held() -> None:
                         if ex.fault == "delay" and ex.status is None and ex.seq != polls[-1]]
 
             assert rig.portal.call_sync(held) == [], cell.id
+
+
+def test_a_kept_rig_catches_up_with_the_wall_without_the_watchdog() -> None:
+    """A kept rig's server clock stood still while it was kept: catching up by minutes must not
+    take the runner offline (one big ``advance`` would: the watchdog sees no poll meanwhile)."""
+    from conformance.machines import shared
+
+    rig = shared.borrow(REF, {})
+    try:
+        w = rig.world
+        epoch = w.cp.epoch(w.runner_id)
+        rig.runner_offset = 200.0  # as if the rig had sat kept for 200 s (the runner's clock)
+        rig.call(rig.catch_up)
+        assert w.clock is not None and w.clock.now() >= __import__("time").time() + 199
+        assert w.cp.epoch(w.runner_id) == epoch and w.cp.is_online(w.runner_id)
+        rig.runner_offset = 0.0
+    finally:
+        rig.close()
+        shared.close_kept()
