@@ -1,10 +1,11 @@
 """``Rig``: one World shared by every example of a machine run, driven through a ``Portal``.
 
 Rules:
-- One control plane, one scripted Hermes and one runner process per machine run (opened by
-  :meth:`Rig.open`, closed by :meth:`Rig.close`); an example does not restart anything it did
-  not ask for. An example that left the runner disabled or exited gets a freshly registered
-  runner (:meth:`Rig.begin`), never a fresh control plane.
+- One control plane, one scripted Hermes and one runner process per rig (opened by
+  :meth:`Rig.open`, closed by :meth:`Rig.close`); a rig serves one machine run, or several in
+  turn when kept (:mod:`.shared`, :meth:`Rig.new_run`, :meth:`Rig.catch_up`). An example does
+  not restart anything it did not ask for. An example that left the runner disabled or exited
+  gets a freshly registered runner (:meth:`Rig.begin`), never a fresh control plane.
 - Every example is judged on the facts recorded since it began (``since``): the control plane's
   history and lifecycle log, the scripted Hermes' effect log and the harness steps below, all on
   the world's one shared sequence, translated and checked by :mod:`conformance.checks`.
