@@ -251,13 +251,11 @@ TURN = 0.1  # seconds of wall time a command is given before the server clock is
 
 async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
     """Await a handle, moving the server clock past holds and redeliveries in small turns
-    (at most ``turns`` moves of ``redelivery + 1`` s: within the command's deadline).
-
-    The clock moves only when moving it can help (a poll of the runner is parked, so a
-    redelivery or a poll hold is due, or one of its requests is held by a delay fault) and never
-    into the watchdog (``offline_after`` since the runner was last seen): while the runner is in
-    its reconnect pause nothing is due on the clock, and moving it would only take the runner
-    offline, fail the command ``runner_offline`` and cost another reconnection."""
+    (at most ``turns`` moves of ``redelivery + 1`` s: within the command's deadline), never
+    into the watchdog (``offline_after`` since the runner was last seen: while the runner is in
+    its reconnect pause, moving the clock there would only take it offline). The moves go on
+    while the runner works: a redelivery of a command in flight is a story the machines need
+    (a runner that runs it again is caught only so)."""
     w = rig.world
     assert w.clock is not None
     moved = 0
@@ -275,16 +273,12 @@ async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
 
 
 def _clock_room(rig: Rig, want: float) -> float:
-    """How far the server clock may move now for the runner's sake (0: not now)."""
+    """How far the server clock may move now without the watchdog taking the runner offline
+    (``want`` when the runner has no online state: nothing to protect)."""
     w = rig.world
     assert w.clock is not None
     slot = w.cp.hub.slots.get(w.runner_id or "")
     if slot is None or slot.online is None:
-        return 0.0
-    held = slot.waiter is not None or any(
-        ex.fault == "delay" and ex.status is None and ex.runner_id == w.runner_id
-        for ex in list(w.cp.history.entries)[-64:])
-    if not held:
-        return 0.0
+        return want
     room = slot.online.seen + w.timings.offline_after - w.timings.watchdog_tick - w.clock.now()
     return max(0.0, min(want, room))
