@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from conformance import hypothesis_profiles  # noqa: E402
+from conformance.machines import shared  # noqa: E402
 from conformance.machines.families import MACHINES  # noqa: E402
 from conformance.machines.rig import Rig  # noqa: E402
 from conformance.machines.run import run_machine  # noqa: E402
@@ -60,6 +61,8 @@ def main() -> None:
     ap.add_argument("--runner-cmd", default=REF)
     ap.add_argument("--floor-runs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--fresh", action="store_true",
+                    help="a fresh world per family (default: one kept world, as pytest runs them)")
     args = ap.parse_args()
     os.environ[hypothesis_profiles.ENV] = args.profile
     floor = startup_floor(args.runner_cmd, args.floor_runs)
@@ -68,16 +71,17 @@ def main() -> None:
     total = {"examples": 0, "steps": 0, "restarts": 0, "server_restarts": 0, "seconds": 0.0}
     t0 = time.perf_counter()
     for name in args.families.split(","):
-        s = run_machine(MACHINES[name], args.runner_cmd, seed=args.seed)
+        s = run_machine(MACHINES[name], args.runner_cmd, seed=args.seed, share=not args.fresh)
         for k in total:
             total[k] += s[k]
         print(f"{name:13} examples {s['examples']:3} steps {s['steps']:4} restarts {s['restarts']:2} "
               f"server restarts {s['server_restarts']:2}  {s['steps_per_s']:6.1f} steps/s  "
               f"{s['restarts_per_s']:5.2f} restarts/s")
+    shared.close_kept()
     wall = time.perf_counter() - t0
     sec = total["seconds"] or 1e-9
     print(f"all families ({args.profile}): wall {wall:.1f} s (machines {sec:.1f} s, the rest "
-          f"is one world start per family); {total['examples'] / sec:.2f} examples/s, "
+          f"is world starts: one per family with --fresh, else one per world options); {total['examples'] / sec:.2f} examples/s, "
           f"{total['steps'] / sec:.1f} steps/s, {total['restarts'] / sec:.2f} restarts/s; "
           f"start-up floor {floor * 1000:.0f} ms")
 

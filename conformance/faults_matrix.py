@@ -19,13 +19,14 @@ Every cell is judged by the history checker over the facts of that cell alone.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable
 from typing import Any
 
 from .checks import Violation
 from .checks.render import render
 from .machines import actions
 from .machines.actions import KINDS, POINTS, UNREACHABLE
-from .machines.rig import WAIT, Rig
+from .machines.rig import WAIT, Rig, within
 
 ROUTES = ("poll", "admit", "result")
 ROUTE_FAULTS = ("drop", "5xx", "slow")
@@ -127,20 +128,63 @@ def _dropped(w: Any, before: int) -> int:
     return drops[0] if drops else 1 << 62
 
 
+#: The deadline of the command the ``queued`` cell submits (short: the runner is not seen while
+#: its poll is held, so the clock must stay well inside the watchdog's ``offline_after``).
+QUEUED_DEADLINE = 5.0
+
+
 async def _deadline(rig: Rig, cell: Cell) -> None:
+    """The command's deadline passes (server clock) while it stands at ``cell.point``.
+
+    Every hold is released by the same clock move that passes the deadline (the hold ends just
+    after it), so nothing is left held for the next cell: a poll held past the cell would keep
+    the runner from ever polling again (that was the FLT-004 hang under CI)."""
     w = rig.world
-    assert w.clock is not None
+    assert w.clock is not None and w.runner_id is not None
     cid = actions.new_id()
+    rid = w.runner_id
+    released: Awaitable[Any]
     if cell.point == "queued":
-        w.cp.faults.delay_next("poll", seconds=actions.HOLD)
-        handle = await actions.http(rig, command_id=cid, wait=False)
+        handle, parked = await _queued_behind_a_held_poll(rig, cid)
+        w.clock.advance(QUEUED_DEADLINE + 3)  # the deadline (+5), then the poll's hold (+7)
+        released = within("the held poll to be released and the runner's poll parked again",
+                          w.cp.poll_held(rid, other_than=parked, timeout=WAIT + 1))
     else:
-        handle = await actions.reach(rig, "http", cell.point, cid)
-    w.clock.advance(w.timings.command_deadline + 1)
-    out = await handle.wait(WAIT)
+        deadline = w.timings.command_deadline
+        handle = await actions.reach(rig, "http", cell.point, cid, hold=deadline + 1.5)
+        route = actions.KILL_POINTS[cell.point][5:]
+        held = [ex for ex in w.cp.history.entries if ex.route == route and ex.command_id == cid]
+        w.clock.advance(deadline + 2)  # the deadline, then the held request's release
+        released = within(f"the held {route} of {cid} to be answered", w.cp.history.wait_for(
+            lambda ex: ex.seq == held[0].seq and ex.status is not None, timeout=None,
+            after_seq=held[0].seq - 1))
+    out = await within(f"the outcome of {cid} after its deadline", handle.wait(WAIT + 1))
+    await released  # nothing of this cell stays held into the next one
     if out.ok:
         raise CellFailed(cell, f"{cid} was accepted after its deadline: {out}")
     w.cp.faults.clear()
+
+
+async def _queued_behind_a_held_poll(rig: Rig, cid: str) -> tuple[Any, Any]:
+    """Submit ``cid`` while no poll can take it: the parked poll is answered (empty) and the
+    runner's next poll is held until just after the command's deadline. Deterministic: a
+    command submitted while a poll is parked would be delivered at once, never queued."""
+    w = rig.world
+    rid = w.runner_id
+    parked = await within("the runner's long poll to be parked",
+                          w.cp.poll_held(rid, timeout=WAIT + 1))
+    mark = w.cp.history.last_seq
+    w.cp.faults.delay_next("poll", seconds=QUEUED_DEADLINE + 2)
+    parked.wake()  # answered empty now (nothing queued); the next poll takes the delay
+    nxt = await within("the runner's next poll (to be held)", w.cp.history.wait_for(
+        lambda ex: ex.route == "poll" and ex.runner_id == rid, timeout=None, after_seq=mark))
+    if nxt.fault != "delay":
+        raise AssertionError(f"the runner's next poll was not held: {nxt}")
+    handle = await w.cp.submit(rid, "http", actions.http_payload(rig), command_id=cid,
+                               deadline=QUEUED_DEADLINE)
+    if handle.deliveries:
+        raise AssertionError(f"{cid} was delivered while the runner's poll was held")
+    return handle, parked
 
 
 async def _retire(rig: Rig, cell: Cell) -> None:

@@ -12,7 +12,8 @@ Rules:
 - :meth:`Portal.enter` enters an async context manager on the loop and exits it when the portal
   closes, last entered first.
 - ``timeout`` bounds one call; when it passes, the call's task is cancelled and
-  ``TimeoutError`` is raised.
+  ``TimeoutError("portal call … did not finish within …")`` is raised. An exception the call
+  itself raised (a ``TimeoutError`` of a bounded wait inside it too) is re-raised unchanged.
 - Closing cancels what is still running, exits entered contexts and joins the thread.
 """
 
@@ -76,11 +77,16 @@ class Portal:
         if timeout is None:
             return portal.call(fn, *args)
         future: concurrent.futures.Future[T] = portal.start_task_soon(fn, *args)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
+        # Wait for the call first, then take its result: since Python 3.11
+        # ``concurrent.futures.TimeoutError`` is the builtin ``TimeoutError``, so catching it
+        # around ``future.result(timeout)`` would also catch (and mislabel as the portal's own)
+        # a bounded wait that timed out inside the call.
+        done, _ = concurrent.futures.wait([future], timeout)
+        if not done:
             future.cancel()
-            raise TimeoutError(f"portal call did not finish within {timeout}s") from None
+            name = getattr(fn, "__qualname__", repr(fn))
+            raise TimeoutError(f"portal call {name} did not finish within {timeout}s")
+        return future.result()
 
     def call_sync(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
         """Run a plain function on the portal's loop (to read state that is not thread-safe)."""

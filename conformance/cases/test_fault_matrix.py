@@ -1,4 +1,5 @@
-"""FLT-001…005: the fault matrix, every cell enumerated, one shared world per row."""
+"""FLT-001…005: the fault matrix, every cell enumerated, on the kept world (``machines.shared``:
+one world for the rows and the property families of the same options; a failed row closes it)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 
 from conformance.faults_matrix import CellFailed, cells, run_cell
 from conformance.judge import attach
-from conformance.machines.rig import Rig
+from conformance.machines import shared
 from conformance.marks import case
 from conformance.rows.faults import ROW_OF
 from conformance.verdict import CaseFailed
@@ -18,7 +19,12 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
     row = ROW_OF[case_id]
     done: list[str] = []
     failed: list[tuple[str, str]] = []
-    with Rig(runner_cmd) as rig:
+    if not getattr(request.config, "_conformance_rigs_kept", False):
+        request.config._conformance_rigs_kept = True  # type: ignore[attr-defined]
+        request.config.add_cleanup(shared.close_kept)
+    rig = shared.borrow(runner_cmd, {})  # the kept world (one runner start-up for the rows)
+    rig.new_run()
+    try:
         for cell in cells(row):
             try:
                 run_cell(rig, cell, replay=replay)
@@ -27,6 +33,9 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
                 failed.append((cell.id, str(exc)))
             except Exception as exc:  # noqa: BLE001 - a cell that cannot finish is a failure
                 failed.append((cell.id, f"{type(exc).__name__}: {exc}"))
+    finally:
+        rig.lap()
+        shared.give_back(rig, passed=not failed)
     attach(request.node, cells=len(done) + len(failed), passed=len(done),
            restarts=rig.stats.restarts, server_restarts=rig.stats.server_restarts,
            seconds=round(rig.stats.seconds, 3))

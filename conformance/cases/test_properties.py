@@ -1,11 +1,14 @@
-"""PROP-001…007: one Hypothesis state machine per family over a real world (one world per
-machine run), judged by the history checker; the run's figures are attached to the case."""
+"""PROP-001…007: one Hypothesis state machine per family over a real world, judged by the
+history checker; the run's figures are attached to the case. Families with the same world
+options run on one kept world (``machines.shared``: one runner start-up instead of one per
+family), closed when the pytest session ends; a failed family closes it."""
 
 from __future__ import annotations
 
 import pytest
 
 from conformance.judge import attach
+from conformance.machines import shared
 from conformance.machines.families import MACHINES
 from conformance.machines.run import MachineFailed, run_machine
 from conformance.marks import case
@@ -22,8 +25,11 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str, seed: in
     machine = MACHINES[MACHINE_OF[case_id]]
     replay = _replay(request, case_id, seed)
     print(f"{case_id}: {machine.family}, seed {seed}; replay: {replay}")
+    if not getattr(request.config, "_conformance_rigs_kept", False):
+        request.config._conformance_rigs_kept = True  # type: ignore[attr-defined]
+        request.config.add_cleanup(shared.close_kept)
     try:
-        stats = run_machine(machine, runner_cmd, seed=seed, replay=replay)
+        stats = run_machine(machine, runner_cmd, seed=seed, replay=replay, share=True)
     except MachineFailed as failed:
         attach(request.node, **failed.stats)
         v = failed.violation

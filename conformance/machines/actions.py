@@ -13,7 +13,6 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 import uuid
@@ -22,9 +21,13 @@ from typing import Any
 
 from fake_server import Outcome
 
-from .rig import WAIT, Rig
+from .rig import WAIT, Rig, within
 
-HOLD = 3600.0  # a held request is released by faults.clear() or by the restart, never by time
+#: A held request sleeps on the server clock: it is released only by the clock passing its hold
+#: (a cell that must release it holds for less, see ``faults_matrix._deadline``) or by a server
+#: restart (``restart_server`` advances past it). ``faults.clear()`` disarms faults not yet
+#: taken; it does not wake a request already held.
+HOLD = 3600.0
 #: command kinds of the matrix (a gateway prompt is gateway.rpc prompt.submit on an open channel)
 KINDS = ("http", "prompt", "lease.create")
 #: kill point → (how it is reached, what the harness waits for). ``hold:ROUTE`` delays the
@@ -58,8 +61,9 @@ def http_payload(rig: Rig, name: str = "a.txt") -> dict[str, Any]:
             "search": f"?profile=default&path={path}"}
 
 
-async def bounded(aw: Awaitable[Any], timeout: float = WAIT) -> Any:
-    return await asyncio.wait_for(aw, timeout)
+async def bounded(aw: Awaitable[Any], timeout: float = WAIT, what: str = "a control-plane call"
+                  ) -> Any:
+    return await within(what, aw, timeout)
 
 
 async def http(rig: Rig, *, name: str = "a.txt", command_id: str | None = None,
@@ -130,35 +134,38 @@ def _effect_for(kind: str) -> str:
     return {"http": "file.read", "prompt": "prompt.accepted", "lease.create": "bind"}[kind]
 
 
-async def reach(rig: Rig, kind: str, point: str, cid: str) -> Any:
-    """Submit a ``kind`` command and return once it stands exactly at ``point``."""
+async def reach(rig: Rig, kind: str, point: str, cid: str, *, hold: float = HOLD) -> Any:
+    """Submit a ``kind`` command and return once it stands exactly at ``point`` (a ``hold:``
+    point holds the request for ``hold`` seconds of the server clock)."""
     w = rig.world
     how = KILL_POINTS[point]
     pause = None
     if how.startswith("hold:"):
-        w.cp.faults.delay_next(how[5:], seconds=HOLD, target=cid)
+        w.cp.faults.delay_next(how[5:], seconds=hold, target=cid)
     elif how.startswith("pause:"):
         pause = w.hermes.pause_at(how[6:])
     mark = w.sequence()
     handle = await submit_kind(rig, kind, cid)
+    at = f"{kind} command {cid} to stand {point} ({how})"
     if how == "see:delivered":
-        await w.cp.lifecycle.wait_for(lambda f: f.kind == "delivered" and f.command_id == cid,
-                                      timeout=WAIT)
+        await within(at, w.cp.lifecycle.wait_for(
+            lambda f: f.kind == "delivered" and f.command_id == cid, timeout=None))
     elif how.startswith("hold:"):
         route = how[5:]
-        await w.cp.history.wait_for(lambda ex: ex.route == route and ex.command_id == cid,
-                                    timeout=WAIT)
+        await within(at, w.cp.history.wait_for(
+            lambda ex: ex.route == route and ex.command_id == cid, timeout=None))
     elif how == "see:admit_answered":
-        await w.cp.history.wait_for(lambda ex: ex.route == "admit" and ex.command_id == cid
-                                    and ex.status is not None, timeout=WAIT)
+        await within(at, w.cp.history.wait_for(
+            lambda ex: ex.route == "admit" and ex.command_id == cid and ex.status is not None,
+            timeout=None))
     elif pause is not None:
-        await pause.reached(timeout=WAIT)
+        await within(at, pause.reached(timeout=WAIT + 1))
         rig.note("held", command_id=cid)
     elif how == "see:effect":
-        await w.hermes.effects.wait_for_count(_effect_for(kind), 1, timeout=WAIT,
-                                              where=lambda e: e.seq > mark)
+        await within(at, w.hermes.effects.wait_for_count(
+            _effect_for(kind), 1, timeout=WAIT + 1, where=lambda e: e.seq > mark))
     elif how == "see:result_answered":
-        await handle.wait(WAIT)
+        await within(at, handle.wait(WAIT + 1))
     return handle
 
 
@@ -239,14 +246,39 @@ async def retire(rig: Rig) -> tuple[Any, Outcome]:
     return handle, await replay(rig, handle.wire)
 
 
+TURN = 0.1  # seconds of wall time a command is given before the server clock is moved on
+
+
 async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
     """Await a handle, moving the server clock past holds and redeliveries in small turns
-    (bounded, and within the command's 30 s deadline)."""
+    (at most ``turns`` moves of ``redelivery + 1`` s: within the command's deadline), never
+    into the watchdog (``offline_after`` since the runner was last seen: while the runner is in
+    its reconnect pause, moving the clock there would only take it offline). The moves go on
+    while the runner works: a redelivery of a command in flight is a story the machines need
+    (a runner that runs it again is caught only so)."""
     w = rig.world
-    for _ in range(turns):
+    assert w.clock is not None
+    moved = 0
+    for _ in range(int(WAIT / TURN)):
         try:
-            return await handle.wait(0.1)
+            return await handle.wait(TURN)
         except TimeoutError:
-            assert w.clock is not None
-            w.clock.advance(w.timings.redelivery + 1)
-    return await handle.wait(WAIT)
+            pass
+        if moved < turns:
+            step = _clock_room(rig, w.timings.redelivery + 1)
+            if step > 0:
+                w.clock.advance(step)
+                moved += 1
+    return await within(f"the outcome of command {handle.id}", handle.wait(TURN))
+
+
+def _clock_room(rig: Rig, want: float) -> float:
+    """How far the server clock may move now without the watchdog taking the runner offline
+    (``want`` when the runner has no online state: nothing to protect)."""
+    w = rig.world
+    assert w.clock is not None
+    slot = w.cp.hub.slots.get(w.runner_id or "")
+    if slot is None or slot.online is None:
+        return want
+    room = slot.online.seen + w.timings.offline_after - w.timings.watchdog_tick - w.clock.now()
+    return max(0.0, min(want, room))

@@ -25,6 +25,7 @@ from hypothesis.stateful import Bundle, precondition, rule
 from . import actions, races
 from .base import Crashes, Dedupe, WorldMachine
 from .pins import PINS
+from .rig import within
 
 PROFILES = ("default", "research")
 
@@ -35,6 +36,8 @@ class Permission(WorldMachine):
 
     @classmethod
     def prepare(cls, rig: Any) -> None:
+        if races.ACCOUNT in rig.accounts:  # a kept rig (machines.shared): made by an earlier run
+            return
         rig.call(lambda: rig.world.cp.create_account(races.ACCOUNT, PROFILES))
         rig.accounts.append(races.ACCOUNT)
 
@@ -179,7 +182,8 @@ class CancelRaces(WorldMachine):
         async def go() -> None:
             ch, handle = await w.cp.submit_open_channel(w.runner_id)
             await actions.bounded(w.cp.close_channel(ch))
-            await asyncio.wait_for(asyncio.shield(handle.future), actions.WAIT)
+            await within(f"the outcome of the overtaken open {ch.connection_id}",
+                         asyncio.shield(handle.future))
 
         self.call(go)
 
@@ -195,7 +199,7 @@ class CancelRaces(WorldMachine):
                 return
             p = await w.cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "HANGTEST"})
             await actions.bounded(w.cp.rpc(ch, "session.interrupt", {"session_id": sid}))
-            await p.wait(actions.WAIT)
+            await within(f"the outcome of the interrupted prompt on {sid}", p.wait(actions.WAIT + 1))
 
         self.call(go)
 

@@ -21,7 +21,7 @@ import aiohttp
 
 from . import actions
 from .actions import WAIT, bounded
-from .rig import Rig
+from .rig import Rig, within
 
 ACCOUNT = "alice"
 #: a race holds a request this long on the manual server clock; :func:`release` moves the clock
@@ -74,8 +74,8 @@ async def revoke_while_admit_pending(rig: Rig) -> Any:
     if h.future.done():  # refused at once (the profile is no longer allowed): nothing to race
         w.cp.faults.clear()
         return await h.wait(WAIT)
-    await w.cp.history.wait_for(lambda ex: ex.route == "admit" and ex.command_id == cid,
-                                timeout=WAIT)
+    await within(f"the held admit of {cid}", w.cp.history.wait_for(
+        lambda ex: ex.route == "admit" and ex.command_id == cid, timeout=None))
     await w.cp.bump_authorization(ACCOUNT)
     release(rig)
     return await actions.settle_handle(rig, h)
@@ -108,7 +108,8 @@ async def across_epoch(rig: Rig, *, channel: bool = True, lease: bool = True) ->
     ids = await actions.session_ids(rig, ch)
     if ids[0] is None:
         return
-    created = await w.hermes.effects.wait_for("session.created", timeout=WAIT, session_id=ids[0])
+    created = await within(f"Hermes' session.created of {ids[0]}", w.hermes.effects.wait_for(
+        "session.created", timeout=WAIT + 1, session_id=ids[0]))
     binding: dict[str, Any] = {}
     if lease:
         ls = await bounded(w.cp.create_lease(
@@ -235,8 +236,8 @@ async def close_overtakes_admit(rig: Rig, ch: Any) -> None:
     if p.future.done():  # refused at once (a revoked channel): nothing to race
         w.cp.faults.clear()
         return
-    await w.cp.history.wait_for(lambda ex: ex.route == "admit" and ex.command_id == cid,
-                                timeout=WAIT)
+    await within(f"the held admit of {cid}", w.cp.history.wait_for(
+        lambda ex: ex.route == "admit" and ex.command_id == cid, timeout=None))
     await bounded(w.cp.close_channel(ch))
     release(rig)
     await actions.settle_handle(rig, p)

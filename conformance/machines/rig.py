@@ -1,10 +1,11 @@
 """``Rig``: one World shared by every example of a machine run, driven through a ``Portal``.
 
 Rules:
-- One control plane, one scripted Hermes and one runner process per machine run (opened by
-  :meth:`Rig.open`, closed by :meth:`Rig.close`); an example does not restart anything it did
-  not ask for. An example that left the runner disabled or exited gets a freshly registered
-  runner (:meth:`Rig.begin`), never a fresh control plane.
+- One control plane, one scripted Hermes and one runner process per rig (opened by
+  :meth:`Rig.open`, closed by :meth:`Rig.close`); a rig serves one machine run, or several in
+  turn when kept (:mod:`.shared`, :meth:`Rig.new_run`, :meth:`Rig.catch_up`). An example does
+  not restart anything it did not ask for. An example that left the runner disabled or exited
+  gets a freshly registered runner (:meth:`Rig.begin`), never a fresh control plane.
 - Every example is judged on the facts recorded since it began (``since``): the control plane's
   history and lifecycle log, the scripted Hermes' effect log and the harness steps below, all on
   the world's one shared sequence, translated and checked by :mod:`conformance.checks`.
@@ -16,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import time
@@ -32,6 +34,15 @@ from ..worlds import open_world
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0
 WAIT = 10.0
+
+
+async def within(what: str, aw: Awaitable[T], timeout: float = WAIT) -> T:
+    """Await ``aw`` for at most ``timeout`` seconds; on expiry ``TimeoutError`` names ``what``
+    was awaited (every wait of the machines and the matrix is bounded and says what it was)."""
+    try:
+        return await asyncio.wait_for(aw, timeout)
+    except TimeoutError:
+        raise TimeoutError(f"waited {timeout:g}s for {what}") from None
 
 
 @dataclasses.dataclass
@@ -57,6 +68,7 @@ class Rig:
 
     def __init__(self, runner_cmd: str, **world_options: Any) -> None:
         self.runner_cmd = runner_cmd
+        self.options = dict(world_options)  # as given (the key of a kept rig, see .shared)
         self.world_options = {"manual_clock": True, "hermes_script": "slow", **world_options}
         self.portal = Portal("conformance-machine")
         self.world: World
@@ -79,6 +91,17 @@ class Rig:
     def close(self) -> None:
         self.stats.seconds = time.perf_counter() - self._t0
         self.portal.close()
+
+    def new_run(self) -> None:
+        """Fresh counters for a machine run on a rig kept from an earlier one (.shared)."""
+        self.stats = Stats()
+        self.last_violation = None
+        self._t0 = time.perf_counter()
+
+    def lap(self) -> Stats:
+        """The counters with ``seconds`` up to now (a run on a kept rig that stays open)."""
+        self.stats.seconds = time.perf_counter() - self._t0
+        return self.stats
 
     def __enter__(self) -> Rig:
         return self.open()
@@ -132,6 +155,26 @@ class Rig:
             if lag > 0:
                 clock.advance(lag)
 
+    async def catch_up(self) -> None:
+        """Bring the server clock up to the runner's clock after the rig sat idle (a kept rig,
+        see .shared) in steps the watchdog never sees: before each step the runner's parked
+        poll is answered and its next poll parked (so it was seen at the current clock), then
+        the clock moves by at most half of ``offline_after``."""
+        w = self.world
+        clock = w.clock
+        assert clock is not None
+        rid = w.runner_id
+        while (lag := time.time() + self.runner_offset - clock.now()) > 0:
+            if lag < 1.0 or not w.cp.is_online(rid):  # a second, or nobody to take offline
+                clock.advance(lag)
+                return
+            parked = await within("the runner's long poll to be parked (clock catch-up)",
+                                  w.cp.poll_held(rid, timeout=WAIT + 1))
+            parked.wake()  # answered empty: the runner polls again, seen at the current clock
+            await within("the runner's next poll to be parked (clock catch-up)",
+                         w.cp.poll_held(rid, other_than=parked, timeout=WAIT + 1))
+            clock.advance(min(lag, w.timings.offline_after / 2))
+
     async def _begin(self) -> None:
         w = self.world
         self.sync_clock()
@@ -146,7 +189,8 @@ class Rig:
             else:
                 await w.start_runner()
         elif not w.cp.is_online(w.runner_id):
-            await runner.wait_online(w.cp, w.runner_id, WAIT)
+            await within("the runner to be online at the example's start",
+                         runner.wait_online(w.cp, w.runner_id, WAIT), WAIT + 2)
 
     async def _fresh_runner(self) -> None:
         """Register another runner on the same control plane (the old one was disabled)."""

@@ -18,6 +18,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from ..checks import Violation
 from ..hypothesis_profiles import current, machine_settings
+from . import shared
 from .base import WorldMachine
 from .rig import Rig
 
@@ -29,24 +30,32 @@ class MachineFailed(AssertionError):
 
 
 def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
-                replay: str = "", pins: bool = True) -> dict[str, Any]:
+                replay: str = "", pins: bool = True, share: bool = False) -> dict[str, Any]:
+    """``share``: run on the rig kept from the previous run of the same runner command and
+    world options (:mod:`.shared`; kept again if this run passes) instead of a fresh world."""
     options = dict(getattr(cls, "world_options", {}) or {})
-    rig = Rig(runner_cmd, **options)
+    rig = shared.borrow(runner_cmd, options) if share else Rig(runner_cmd, **options).open()
+    rig.new_run()
     bound = type(cls.__name__, (cls,), {"rig": rig, "seed": seed, "replay_cmd": replay})
     failure: BaseException | None = None
     steps = ""
-    with rig:
-        try:
-            cls.prepare(rig)
-            if pins:
-                run_pins(bound)
-            # @seed on the machine class is how Hypothesis seeds a state-machine run
-            run_state_machine_as_test(hyp_seed(seed)(bound), settings=machine_settings(seed))
-        except PinFailed as exc:
-            failure, steps = exc.__cause__ or exc, exc.steps
-        except BaseException as exc:  # noqa: BLE001 - re-raised below with the stats
-            failure = exc
-            steps = "\n".join(str(n) for n in getattr(failure, "__notes__", []))
+    try:
+        cls.prepare(rig)
+        if pins:
+            run_pins(bound)
+        # @seed on the machine class is how Hypothesis seeds a state-machine run
+        run_state_machine_as_test(hyp_seed(seed)(bound), settings=machine_settings(seed))
+    except PinFailed as exc:
+        failure, steps = exc.__cause__ or exc, exc.steps
+    except BaseException as exc:  # noqa: BLE001 - re-raised below with the stats
+        failure = exc
+        steps = "\n".join(str(n) for n in getattr(failure, "__notes__", []))
+    finally:
+        rig.lap()
+        if share:
+            shared.give_back(rig, passed=failure is None)
+        else:
+            rig.close()
     stats = {"family": cls.family, "profile": current(), "seed": seed, **rig.stats.as_dict()}
     if failure is not None:
         raise MachineFailed(f"{cls.family}: {failure}\nsteps (shrunk by Hypothesis, or the pin):\n"

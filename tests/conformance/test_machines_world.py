@@ -60,3 +60,41 @@ def test_matrix_cells_on_one_rig() -> None:
         for cell in picked:
             assert run_cell(rig, cell)["cell"] == cell.id
     assert rig.stats.restarts == 1
+
+
+def test_the_deadline_row_leaves_nothing_held() -> None:
+    """FLT-004's cells, twice on one rig: each ends with the runner's poll parked again and no
+    request still held (a poll left held for an hour of server clock starved every later cell)."""
+    from conformance.faults_matrix import cells
+
+    with Rig(REF) as rig:
+        w = rig.world
+        for cell in cells("deadline") * 2:
+            run_cell(rig, cell)
+            assert rig.call(lambda: w.cp.poll_held(w.runner_id, timeout=5.0)) is not None
+
+            def held() -> list[int]:  # unanswered delayed requests, but the poll parked now
+                polls = [ex.seq for ex in w.cp.history.entries if ex.route == "poll"]
+                return [ex.seq for ex in w.cp.history.entries
+                        if ex.fault == "delay" and ex.status is None and ex.seq != polls[-1]]
+
+            assert rig.portal.call_sync(held) == [], cell.id
+
+
+def test_a_kept_rig_catches_up_with_the_wall_without_the_watchdog() -> None:
+    """A kept rig's server clock stood still while it was kept: catching up by minutes must not
+    take the runner offline (one big ``advance`` would: the watchdog sees no poll meanwhile)."""
+    from conformance.machines import shared
+
+    rig = shared.borrow(REF, {})
+    try:
+        w = rig.world
+        epoch = w.cp.epoch(w.runner_id)
+        rig.runner_offset = 200.0  # as if the rig had sat kept for 200 s (the runner's clock)
+        rig.call(rig.catch_up)
+        assert w.clock is not None and w.clock.now() >= __import__("time").time() + 199
+        assert w.cp.epoch(w.runner_id) == epoch and w.cp.is_online(w.runner_id)
+        rig.runner_offset = 0.0
+    finally:
+        rig.close()
+        shared.close_kept()

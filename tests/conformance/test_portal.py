@@ -50,6 +50,23 @@ def test_a_call_that_overruns_is_cancelled() -> None:
         assert portal.call(add, 1, 1) == 2  # the portal still works
 
 
+def test_a_wait_that_times_out_inside_the_call_keeps_its_own_message() -> None:
+    """Since 3.11 ``concurrent.futures.TimeoutError is TimeoutError``: an inner bounded wait
+    that fails within the call's bound is the call's own error, not the portal's overrun."""
+
+    async def inner_wait() -> None:
+        try:
+            await asyncio.wait_for(asyncio.Event().wait(), 0.01)
+        except TimeoutError:
+            raise TimeoutError("waited 0.01s for the event") from None
+
+    with Portal() as portal:
+        with pytest.raises(TimeoutError, match="waited 0.01s for the event"):
+            portal.call(inner_wait, timeout=30)
+        with pytest.raises(TimeoutError, match="did not finish within"):
+            portal.call(asyncio.sleep, 5, timeout=0.05)
+
+
 def test_entered_contexts_exit_last_first_at_close() -> None:
     events: list[str] = []
 
