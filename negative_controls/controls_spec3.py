@@ -145,3 +145,14 @@ CONTROLS += (
             "deterministic",
             "runner_ref.poll_loop:PollLoop._poll_loop", ("GEN-004",), _connected_only_after_reset),
 )
+
+
+CONTROLS += (
+    Control("keep-alive-websocket", "wire",
+            "Keeps HTTP connections to Hermes alive, so a gateway WebSocket is upgraded on a "
+            "connection that just carried an HTTP request.",
+            "an HTTP client's default connection pool: against Hermes 0.19.0 (uvicorn) the "
+            "finished request's keep-alive timer can close the WebSocket 5 s after it opened — "
+            "the reference runner lost real first turns this way",
+            "runner_ref.hermes:KEEP_ALIVE", ("WIR-907",), const(True)),
+)

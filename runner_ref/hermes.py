@@ -32,6 +32,8 @@ TOKEN_HEADER = "X-Hermes-Session-Token"
 NO_HEADERS: dict[str, str] = {}
 PAGE_TOKEN_RE = re.compile(r"__HERMES_SESSION_TOKEN__\s*=\s*(\"(?:[^\"\\\r\n]|\\.){0,8192}\")")
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{20,4096}$")
+#: Keep HTTP connections to Hermes alive for reuse? No: see ``HermesClient._http``.
+KEEP_ALIVE = False
 
 
 def _unavailable() -> CommandError:
@@ -75,7 +77,7 @@ class HermesClient:
                 # No keep-alive reuse: a WebSocket upgrade sent on a connection that just
                 # served a request can be cut 5 s later by Hermes' server (uvicorn 0.54 arms the
                 # old request's keep-alive timer after handing the socket to the WebSocket).
-                connector=aiohttp.TCPConnector(force_close=True),
+                connector=aiohttp.TCPConnector(force_close=not KEEP_ALIVE),
                 cookie_jar=aiohttp.CookieJar(unsafe=True),
                 skip_auto_headers=("User-Agent",),
                 timeout=aiohttp.ClientTimeout(total=timings.HERMES_TIMEOUT),

@@ -21,15 +21,10 @@ from .sides import RealSide
 from .world import plane, plane_diagnosis, runner_command
 
 HERMES_BIN, SKIP_REASON = find_hermes()
-# Passes on every run in a used checkout (three in a row, 47 passed each), but in the two
-# fresh-clone .ci/run runs so far (hermes-agent freshly installed) the warm-up turn — the first
-# turn of that Hermes — never completed: the model was called once and answered, no event of
-# the session reached the channel, and Hermes logged the runner's WebSocket closing 5 s after it
-# opened (client_disconnect, 2 messages). Until that is understood the variant is a non-strict
-# expected failure that still runs every time, its diagnosis in the report (issue 12 open).
+# The lost first turn of fresh-clone CI (issue 12) was Hermes' uvicorn cutting a WebSocket
+# upgraded on a kept-alive connection 5 s after it opened; the runner now never reuses one
+# (docs/protocol.md 8.2, WIR-907). A failure here prints the whole diagnosis.
 pytestmark = [
-    pytest.mark.xfail(reason="first real-Hermes turn lost in fresh-clone CI; see issue 12",
-                      strict=False),
     pytest.mark.acceptance,
     pytest.mark.skipif(HERMES_BIN is None, reason=SKIP_REASON),
     pytest.mark.asyncio(loop_scope="module"),

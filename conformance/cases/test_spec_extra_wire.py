@@ -197,3 +197,23 @@ async def test_poll_answer_over_40_mib_is_not_read(world: Any) -> None:
            actual=f"{len(admits)} admit(s)")
     expect(reset is not None, expected="a reset poll after the oversized answer",
            actual="no reset poll", witness=excerpt(world, limit=6))
+
+
+@case("WIR-907")
+async def test_gateway_websocket_opens_on_a_connection_of_its_own(world: Any) -> None:
+    """fails when: the Hermes client keeps HTTP connections alive and upgrades one of them to the
+    WebSocket (keep-alive-websocket) — real Hermes' server may cut that socket 5 s later."""
+    payload = download(world)
+    out = await world.cp.command(world.runner_id, "http", payload)
+    expect(out.ok, expected="the download answered", actual=f"{out.status} {out.code}")
+    channels = [await world.cp.open_channel(world.runner_id, profile="default") for _ in range(2)]
+    opened = world.hermes.effects.of("ws.connected")
+    reused = [e for e in opened if e.detail.get("reused")]
+    expect(len(opened) >= 2 and not reused,
+           expected="every gateway WebSocket upgraded on a new connection",
+           actual=f"{len(reused)} of {len(opened)} WebSockets upgraded on a connection that had "
+                  "carried an HTTP request",
+           witness=[f"ws.connected #{e.seq} connection {e.cause.connection if e.cause else '?'}"
+                    for e in reused])
+    for ch in channels:
+        await world.cp.close_channel(ch)

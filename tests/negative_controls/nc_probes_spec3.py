@@ -86,3 +86,13 @@ async def _connected_only_after_reset() -> bool:
     me.machine.poll, me._until_stopped, me._disconnect_local = poll, until_stopped, disconnect_local
     await PollLoop._poll_loop(me)  # type: ignore[arg-type]
     return not me._connected
+
+
+@probe("keep-alive-websocket")
+async def _keep_alive_websocket() -> bool:
+    from runner_ref.hermes import HermesClient
+    client = HermesClient("http://127.0.0.1:9", None)
+    try:
+        return not client._http().connector.force_close  # type: ignore[union-attr]
+    finally:
+        await client.close()
