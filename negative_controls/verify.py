@@ -103,7 +103,8 @@ def run_cases(cmd: str, ids: Iterable[str], timeout: float = SESSION_TIMEOUT) ->
         ini.write_text(INI)
         argv = [sys.executable, "-m", "pytest", "--pyargs", "conformance.cases",
                 "--rootdir", str(ROOT), "-c", str(ini), "-p", "conformance.plugin",
-                "-p", "no:cacheprovider", "-q", "--runner-cmd", cmd,
+                "-p", "no:cacheprovider", "-p", "no:respx", "-p", "no:anyio", "-q",
+                "--assert=plain", "--runner-cmd", cmd,
                 "--conformance-cases", ",".join(ids), "--conformance-out", str(out)]
         proc = subprocess.run(argv, cwd=tmp, env=_env(), capture_output=True, text=True,
                               timeout=timeout, check=False)
