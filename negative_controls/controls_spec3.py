@@ -94,45 +94,16 @@ CONTROLS += (
 
 
 def _connected_only_after_reset(orig: Any) -> Any:
-    from runner_ref import codes, status
-    from runner_ref.errors import ServerError
-    from runner_ref.timings import RECONNECT_DELAY
-
-    async def _poll_loop(self: Any) -> int:   # the reference loop, but "connected" only on reset
-        reset = True
-        while not self._stop.is_set():
-            if self._reset_requested:
-                self._reset_requested = False
-                if not reset:
-                    reset = True
-                    await self._disconnect_local()
-            try:
-                body = await self._until_stopped(self.machine.poll(reset))
-            except Exception as exc:  # noqa: BLE001 - as the reference loop
-                if not isinstance(exc, ServerError):
-                    exc = ServerError.of(codes.REQUEST_FAILED, status=0, message="poll failed")
-                if exc.code == codes.UNAUTHORIZED.code:
-                    status.emit(f"runner_unauthorized: {exc.message}")
-                    return 1
-                self._status(exc.message if exc.status else status.RECONNECTING)
-                reset = True
-                await self._disconnect_local()
-                await self.reconnect_wait(RECONNECT_DELAY)
-                continue
-            if body is None:
-                continue
-            epoch = body["epoch"]
-            if self.machine.epoch is not None and epoch != self.machine.epoch:
-                await self._disconnect_local()
-            self.machine.epoch = epoch
-            if reset:
-                reset = False
-                self._connected = True   # the flag comes back only with a reset poll
-                self._status(status.CONNECTED)
-            for cmd in body.get("commands", []):
-                self._spawn(cmd, epoch)
-        return 0
-    return _poll_loop
+    async def _take_answer(self: Any, body: dict[str, Any], reset: bool) -> None:
+        changed = self.machine.epoch is not None and body.get("epoch") != self.machine.epoch
+        if reset:
+            self._nc_lost = False
+        elif changed:
+            self._nc_lost = True   # the epoch change cleared the flag; only a reset poll sets it
+        await orig(self, body, reset)
+        if getattr(self, "_nc_lost", False):
+            self._connected = False
+    return _take_answer
 
 
 CONTROLS += (
@@ -143,7 +114,8 @@ CONTROLS += (
             "a 'connected' flag set on one path (the reset poll) and cleared on another (the "
             "epoch change); the reference runner had this bug until GEN-004 was made "
             "deterministic",
-            "runner_ref.poll_loop:PollLoop._poll_loop", ("GEN-004",), _connected_only_after_reset),
+            "runner_ref.poll_loop:PollLoop._take_answer", ("GEN-004",),
+            _connected_only_after_reset),
 )
 
 

@@ -169,17 +169,23 @@ class PollLoop:
                 continue
             if body is None:  # stopped, or a reset was requested
                 continue
-            epoch = body["epoch"]
-            if self.machine.epoch is not None and epoch != self.machine.epoch:
-                await self._disconnect_local()
-            self.machine.epoch = epoch
-            self._connected = True   # holding this epoch (also after a new one on a normal poll)
-            if reset:
-                reset = False
-                self._status(status.CONNECTED)
-            for cmd in body.get("commands", []):
-                self._spawn(cmd, epoch)
+            await self._take_answer(body, reset)
+            reset = False
         return 0
+
+    async def _take_answer(self, body: dict[str, Any], reset: bool) -> None:
+        """A poll's answer: a new epoch first disconnects locally; holding the epoch, the runner
+        is connected (after a new one on a normal poll too), "connected" printed after a reset
+        poll; then each command runs in its own task."""
+        epoch = body["epoch"]
+        if self.machine.epoch is not None and epoch != self.machine.epoch:
+            await self._disconnect_local()
+        self.machine.epoch = epoch
+        self._connected = True
+        if reset:
+            self._status(status.CONNECTED)
+        for cmd in body.get("commands", []):
+            self._spawn(cmd, epoch)
 
     async def reconnect_wait(self, delay: float) -> None:
         """The pause after a failed poll: ``delay`` seconds, cut short by a stop."""

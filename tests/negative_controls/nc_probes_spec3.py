@@ -84,6 +84,7 @@ async def _connected_only_after_reset() -> bool:
     async def disconnect_local() -> None:
         me._connected = False
     me.machine.poll, me._until_stopped, me._disconnect_local = poll, until_stopped, disconnect_local
+    me._take_answer = lambda body, reset: PollLoop._take_answer(me, body, reset)  # type: ignore[arg-type]
     await PollLoop._poll_loop(me)  # type: ignore[arg-type]
     return not me._connected
 
