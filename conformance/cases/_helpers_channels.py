@@ -119,6 +119,17 @@ async def event_for(ch: Any, type_: str, sid: str, timeout: float = WAIT) -> dic
         after = ch.events.index(frame) + 1
 
 
+async def close_while_held(world: Any, ch: Any, pause: Any) -> None:
+    """Close ``ch`` (gateway.close answered ok) while a request is held at ``pause``; the pause
+    is released afterwards, also when the close fails."""
+    try:
+        await pause.reached(timeout=WAIT)
+        closed = await world.cp.close_channel(ch)
+        expect_ok(world, closed, what="gateway.close", needles=[ch.connection_id])
+    finally:
+        pause.release()
+
+
 async def socket_of(world: Any, sid: str) -> str | None:
     e = await world.hermes.effects.wait_for("session.created", timeout=WAIT, session_id=sid)
     return e.socket_id

@@ -16,6 +16,7 @@ from conformance.verdict import expect
 
 from ._helpers_channels import (
     WAIT,
+    close_while_held,
     effects_of,
     expect_ok,
     new_session,
@@ -93,12 +94,7 @@ async def test_request_in_flight_at_close_is_not_resent(world: Any) -> None:
     sock = await socket_of(world, sid)
     pause = world.hermes.pause_at("before prompt.accept", session_id=sid)
     handle = await cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "hello"})
-    try:
-        await pause.reached(timeout=WAIT)
-        closed = await cp.close_channel(ch)
-        expect_ok(world, closed, what="gateway.close", needles=[ch.connection_id])
-    finally:
-        pause.release()
+    await close_while_held(world, ch, pause)
     await world.hermes.effects.wait_for(          # the held original reaches Hermes' session
         None, timeout=WAIT, session_id=sid,
         where=lambda e: e.kind in ("prompt.accepted", "prompt.queued") and e.socket_id == sock)

@@ -18,6 +18,7 @@ from conformance.verdict import expect
 
 from ._helpers_channels import (
     WAIT,
+    close_while_held,
     effects_of,
     expect_error,
     expect_ok,
@@ -251,12 +252,7 @@ async def test_create_in_flight_at_close_is_uncertain(world: Any) -> None:
     ch = await cp.open_channel(world.runner_id)
     pause = world.hermes.pause_at("before session.create")
     handle = await cp.submit_rpc(ch, "session.create", {"profile": "default", "cols": 100})
-    try:
-        await pause.reached(timeout=WAIT)
-        closed = await cp.close_channel(ch)
-        expect_ok(world, closed, what="gateway.close", needles=[ch.connection_id])
-    finally:
-        pause.release()
+    await close_while_held(world, ch, pause)
     ex = await world.runner.guard(cp.history.wait_for(
         lambda e: e.route == "result" and e.command_id == handle.id, timeout=WAIT + 1),
         "the create's result post", WAIT)
