@@ -29,6 +29,8 @@ from ..adapter import RunnerUnderTest
 from ..verdict import CaseFailed
 
 EXIT_TIMEOUT = 15.0
+#: an ``http`` payload every Hermes answers at once (its status page)
+STATUS = {"path": "/api/status", "method": "GET"}
 LAN_HOST = "127.0.0.2"  # loopback on Linux, but not one of the literal loopback hosts of §1.2
 
 #: A catalog with real ids that are easy to spot if they leak to Hermes.

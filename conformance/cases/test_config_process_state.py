@@ -14,6 +14,7 @@ from conformance.marks import case
 from conformance.verdict import expect
 
 from ._helpers_process import (
+    STATUS,
     brief,
     exit_code,
     mode_of,
@@ -22,8 +23,6 @@ from ._helpers_process import (
     state_dir,
     world_exchanges,
 )
-
-STATUS = {"path": "/api/status", "method": "GET"}
 
 
 @case("CFG-008")

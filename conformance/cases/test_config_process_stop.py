@@ -18,12 +18,11 @@ from conformance.marks import case
 from conformance.verdict import expect
 
 from ._helpers_process import (
+    STATUS,
     bound_lease,
     brief,
     exit_code,
 )
-
-STATUS = {"path": "/api/status", "method": "GET"}
 
 
 @case("CFG-010")
