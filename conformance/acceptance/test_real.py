@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from conformance.results import redact
 from fixtures.real_hermes import ModelServer, RealHermes, find_hermes
 
 from . import checks
@@ -69,9 +70,7 @@ def diagnosis(model: ModelServer, hermes_out: bytes, secrets: frozenset[str]) ->
     """What the model was asked and what Hermes wrote (secrets redacted), for a failed run."""
     calls = [f"#{c.n} rule={c.rule} step={c.step} side={c.side} {c.reply}"
              f"{' ' + c.tool if c.tool else ''}" for c in model.calls[-40:]]
-    text = hermes_out.decode(errors="replace")
-    for secret in secrets:
-        text = text.replace(secret, "[redacted]")
+    text = redact(hermes_out.decode(errors="replace"), secrets)
     tail = "\n".join(text.splitlines()[-60:])
     return (f"model calls ({len(model.calls)}, last 40):\n  " + "\n  ".join(calls)
             + f"\nHermes output and logs (last 60 lines):\n{tail}")

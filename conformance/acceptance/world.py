@@ -17,6 +17,7 @@ from fake_server import ControlPlane, Timings
 
 from ..adapter import RunnerUnderTest
 from ..plugin import DEFAULT_RUNNER_CMD
+from ..results import redact
 from .scenario import ADMINS, PROFILE
 
 FAST = Timings(poll_hold=2.0, redelivery=5.0, watchdog_tick=0.5, offline_after=10.0)
@@ -52,9 +53,7 @@ def plane_diagnosis(p: Plane, secrets: Iterable[str] = (), lines: int = 40) -> s
               f"{x.connection_id or ''}".rstrip()
               for x in p.cp.history.filter(runner_id=p.runner_id,
                                            where=lambda x: x.status != 200)]
-    text = p.runner.output().decode(errors="replace")
-    for secret in {*secrets, *p.secrets}:
-        text = text.replace(secret, "[redacted]")
+    text = redact(p.runner.output().decode(errors="replace"), {*secrets, *p.secrets})
     tail = "\n".join(text.splitlines()[-lines:])
     return (f"control plane facts ({len(facts)}):\n" + "\n".join(facts[-lines:])
             + f"\nmachine exchanges not answered 200 ({len(failed)}):\n"
