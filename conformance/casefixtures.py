@@ -17,6 +17,7 @@ import pytest_asyncio
 
 from .catalogue import PROFILE_FEATURES, Case
 from .judge import STATE, load_object
+from .kept_worlds import Kept, Pool, begin_case, shares_world
 from .results import redact
 from .verdict import CaseFailed
 
@@ -53,25 +54,75 @@ def case_row(request: pytest.FixtureRequest) -> Case | None:
     return state.row if state else None
 
 
-@pytest_asyncio.fixture
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def conformance_kept_worlds(request: pytest.FixtureRequest) -> AsyncIterator[Pool]:
+    """This worker's kept world (:mod:`conformance.kept_worlds`), closed at the session's end."""
+    pool = Pool(enabled=not request.config.getoption("conformance_fresh_worlds", False))
+    yield pool
+    await pool.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
 async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: str,
-                case_seed: int) -> AsyncIterator[Any]:
-    """A fresh world per case: control plane + scripted Hermes + the runner under test.
+                case_seed: int, conformance_kept_worlds: Pool) -> AsyncIterator[Any]:
+    """A world per case: control plane + scripted Hermes + the runner under test — fresh, or
+    the plain idle world the previous case left (:mod:`conformance.kept_worlds`; a case with
+    world options, or marked ``fresh=True``, always gets a fresh one).
 
     After the case, the world's redacted transcript joins the case result and a secret found by
     ``world.scan_for_secrets()`` in anything the runner printed fails the case.
     """
     state = request.node.stash.get(STATE, None)
     options = dict(state.options) if state else {}
-    open_world = load_object(_session(request.config).world_spec)
-    async with open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
-                          **options) as w:
-        if state is not None:
-            state.world = w
-            feature = state.row.feature if state.row else "core"
-            if feature not in PROFILE_FEATURES and not _advertises(w, feature):
-                pytest.skip(f"not-applicable: the runner does not advertise {feature}")
+    shares = shares_world(options)
+    options.pop("fresh", None)
+    spec = _session(request.config).world_spec
+    open_world = load_object(spec)
+    pool = conformance_kept_worlds
+    if state is None or not shares or hermes_mode != "scripted" or not pool.enabled:
+        async with open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
+                              **options) as w:
+            if state is not None:
+                state.data["world"] = "fresh"
+            _bind(state, w)
+            yield w
+        _finish(state, w)
+        return
+    key = repr((runner_cmd, hermes_mode, spec))
+    kept = await pool.borrow(key)
+    if kept is None:
+        opened = open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed)
+        kept = Kept(await opened.__aenter__(), key, lambda: opened.__aexit__(None, None, None))
+        # the first poll's store write (the runner's features) lands before its poll parks
+        await pool.settle(kept)
+    state.data["world"] = f"kept after {kept.cases[-1]}" if kept.cases else "fresh"
+    kept.cases.append(state.case_id)
+    begun = begin_case(kept.world)
+    w = kept.world
+    try:
+        _bind(state, w)
         yield w
+    except BaseException:
+        await kept.closer()
+        raise
+    passed = len(state.phases) >= 2 and all(p == "pass" for p in state.phases)
+    try:
+        _finish(state, w)
+    except BaseException:
+        await kept.closer()
+        raise
+    await pool.give_back(kept, passed=passed, begun=begun)
+
+
+def _bind(state: Any, w: Any) -> None:
+    if state is not None:
+        state.world = w
+        feature = state.row.feature if state.row else "core"
+        if feature not in PROFILE_FEATURES and not _advertises(w, feature):
+            pytest.skip(f"not-applicable: the runner does not advertise {feature}")
+
+
+def _finish(state: Any, w: Any) -> None:
     leaks: list[str] = []
     secrets = {str(s) for s in (getattr(w, "secrets", None) or ())}
     if state is not None:

@@ -59,6 +59,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="FILE", help="expected failures, one case ID a line")
     p.add_argument("--cases", metavar="PATTERN", help="case IDs to run, e.g. 'GEN-*,DED-001'")
     p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failing MUST")
+    p.add_argument("--fresh-worlds", action="store_true",
+                   help="start the runner afresh for every case (default: consecutive plain "
+                        "cases share an idle runner; see docs/certification.md)")
     p.add_argument("--out", default="reports", metavar="DIR", help="bundle directory (reports)")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                    help="parallel workers (default: two per core, fewer for a small selection)")
@@ -157,6 +160,8 @@ def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> lis
         a += ["--conformance-baseline", args.baseline]
     if args.exitfirst:
         a += ["--conformance-exitfirst"]
+    if args.fresh_worlds:
+        a += ["--conformance-fresh-worlds"]
     if args.jobs > 1:
         # worksteal: a worker that runs dry takes queued cases from the other, so one long
         # case (a fault-matrix row) near the end does not leave a core idle.

@@ -38,6 +38,7 @@ from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .catalogue import PROFILES, Case, Catalogue
 from .judge import STATE, CaseState, judge_phase, load_object, merge
+from .kept_worlds import shares_world
 from .marks import ANY_HERMES, MARK, case_mark, runs_on_any_hermes
 from .results import CaseResult, RunResults, combine, dump, redact
 from .verdict import CaseFailed
@@ -74,6 +75,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="stop at the first failing MUST case")
     g.addoption("--conformance-catalogue", default=None, metavar="MODULE:ATTR")
     g.addoption("--conformance-world", default=None, metavar="MODULE:ATTR")
+    g.addoption("--conformance-fresh-worlds", action="store_true",
+                help="a fresh world (runner start-up) for every case; by default consecutive "
+                     "plain cases share an idle one (conformance/kept_worlds.py)")
     g.addoption("--runner-file", action="append", default=[], metavar="PATH",
                 help="runner file to fingerprint on the certificate (repeatable)")
     parser.addini("conformance_catalogue", "catalogue as MODULE:ATTR", default=DEFAULT_CATALOGUE)
@@ -154,6 +158,11 @@ class Conformance:
         node.workerinput["conformance_seed"] = self.seed
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        for item in items:
+            if "world" in getattr(item, "fixturenames", ()):
+                # The world fixture runs on the worker's session loop (a kept world outlives
+                # its case), so the case does too.
+                item.add_marker(pytest.mark.asyncio(loop_scope="session"), append=False)
         keep: list[pytest.Item] = []
         dropped: list[pytest.Item] = []
         for item in items:
@@ -179,7 +188,12 @@ class Conformance:
             keep.append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-            items[:] = keep
+        if not config.getoption("conformance_fresh_worlds", False):
+            # cases that may share a kept world run one after another (a stable sort: the
+            # others first, each group in collection order), so a worker's kept world serves
+            # a run of them instead of being closed by the next case with options
+            keep.sort(key=lambda it: STATE in it.stash and shares_world(it.stash[STATE].options))
+        items[:] = keep
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         state = item.stash.get(STATE, None)

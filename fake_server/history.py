@@ -206,3 +206,10 @@ class History:
     def clear(self) -> None:
         """Forget the kept exchanges (``seq`` keeps counting)."""
         self._entries.clear()
+
+    def forget_answered(self) -> None:
+        """Forget the exchanges already answered (``seq`` keeps counting); one still open — a
+        held poll — stays, so what its answer delivers is still seen."""
+        open_ = [ex for ex in self._entries if ex.seq_out is None]
+        self._entries.clear()
+        self._entries.extend(open_)

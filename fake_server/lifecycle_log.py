@@ -59,6 +59,10 @@ class LifecycleLog:
     def entries(self) -> list[Fact]:
         return list(self._entries)
 
+    def clear(self) -> None:
+        """Forget the kept facts (``seq`` keeps counting), as ``History.clear``."""
+        self._entries.clear()
+
     def __iter__(self) -> Iterator[Fact]:
         return iter(list(self._entries))
 

@@ -96,6 +96,12 @@ class Store:
         self._sources: dict[str, SourceRecord] = {}
         self._generation = 0
 
+    @property
+    def writes(self) -> int:
+        """Writes so far (runners, accounts, sources): a harness compares two readings to tell
+        whether anything changed the store in between."""
+        return self._generation
+
     def _forget(self, cache: dict[str, Any], key: str) -> None:
         """Called after every write: drop the record; reads in flight will not cache theirs."""
         self._generation += 1

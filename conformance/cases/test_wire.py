@@ -60,7 +60,7 @@ async def _traffic(world):
     return ch, sid
 
 
-@case("WIR-001")
+@case("WIR-001", fresh=True)  # its first poll is the case: a fresh process
 async def test_first_poll_carries_reset(world):
     """fails when: the runner's first poll of a process lacks ``x-runner-reset: 1`` (also after a
     restart)."""

@@ -1,0 +1,225 @@
+"""Kept worlds: one runner start-up shared by consecutive cases that need nothing but a plain,
+idle world.
+
+Rules:
+- Only a case with **no world options** (the default world: scripted Hermes in token mode, the
+  server's real clock, default timings, the runner started and online) may borrow a kept world,
+  and only when the run keeps worlds (``--conformance-fresh-worlds`` turns it off; a case marked
+  ``fresh=True`` never borrows). Every other case gets a fresh world, as before.
+- A world is kept after a case only when the case **passed** and every row of :data:`GATES`
+  holds: the same runner process, on its first epoch, online with a poll parked; nothing in
+  flight on either side (no queued command, channel, lease, armed fault or pause point, no open
+  Hermes socket or running turn); nothing written to the store; no fault injected and no server
+  error answered during the case (a runner's reaction to one — a reconnect after its pause — may
+  come after the case ended). A world that fails one is closed
+  (the refusal is kept as :attr:`Pool.refusals` for the report) and the next case opens a fresh
+  one — so a broken or disturbed world never reaches another case.
+- Handing a kept world to the next case forgets what the last one saw: the control plane's
+  history (all but the exchange still open: the held poll, whose answer is the case's) and lifecycle log and the scripted Hermes' effect log are cleared (``seq`` keeps
+  counting). The runner's ledger and Hermes' idle stored sessions stay: they are what a runner
+  that has served earlier commands has, which the protocol allows.
+- A channel the case left open is closed (``gateway.close``) before the gates are read, and the
+  runner goes once round its poll loop (the held poll answered empty, the next one parked), so a
+  runner still busy with the case is seen busy.
+- At most one world is kept per worker; the pool closes it at the end of the session.
+- Why: a case's cost is mostly the runner's start-up (the floor the certify bench prints); about
+  two thirds of the core profile are plain cases, so keeping their world saves that many
+  start-ups. A vendor who wants each case on a fresh runner passes ``--fresh-worlds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: How long a world may take to park its next poll before it counts as not idle.
+IDLE_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What a world looked like when a case began on it."""
+
+    runs: int
+    epoch: str | None
+    store_writes: int
+    pauses: int
+
+
+def shares_world(options: dict[str, Any]) -> bool:
+    """Whether a case with these world options may borrow a kept world."""
+    return not options.get("fresh") and not {k for k in options if k != "fresh"}
+
+
+def mark(world: Any) -> Mark:
+    runs = len(world.runner.runs) if world.runner is not None else 0
+    return Mark(runs=runs, epoch=world.cp.epoch(world.runner_id),
+                store_writes=world.cp.store.writes, pauses=len(world.hermes.core.pauses))
+
+
+Check = Callable[[Any, Mark], bool]
+
+#: (name, why the world is not kept, holds(world, mark)). Checked in order; the first that
+#: fails is the refusal. What runs is this table.
+GATES: tuple[tuple[str, str, Check], ...] = (
+    ("runner-running", "the runner is not running",
+     lambda w, m: w.runner is not None and w.runner.running),
+    ("same-process", "the runner was restarted during the case",
+     lambda w, m: len(w.runner.runs) == m.runs),
+    ("plain-clock", "the runner runs under faketime",
+     lambda w, m: not w.runner.clock_offset),
+    ("online", "the runner is not online", lambda w, m: w.cp.is_online(w.runner_id)),
+    ("same-epoch", "the runner's epoch changed", lambda w, m: w.cp.epoch(w.runner_id) == m.epoch),
+    ("no-queue", "a command is still queued or in flight",
+     lambda w, m: not w.cp.queued(w.runner_id)),
+    ("no-channel", "a gateway channel is open", lambda w, m: not w.cp.channels(w.runner_id)),
+    ("no-lease", "a team-tools lease is bound", lambda w, m: not w.cp.leases(w.runner_id)),
+    ("calm", "the case injected a fault or got a server error (the runner may still react)",
+     lambda w, m: not any(ex.fault or (ex.status or 0) >= 500 for ex in w.cp.history.entries)),
+    ("no-fault", "a fault is still armed",
+     lambda w, m: not any(f.n > 0 for fs in w.cp.faults.armed.values() for f in fs)
+     and not w.cp.faults.duplicates_batch and not w.cp.faults.duplicates_next_poll),
+    ("store-untouched", "the case wrote to the store (runners, accounts, sources)",
+     lambda w, m: w.cp.store.writes == m.store_writes),
+    ("no-pause", "the case armed a Hermes pause point",
+     lambda w, m: len(w.hermes.core.pauses) == m.pauses),
+    ("no-socket", "a Hermes WebSocket is open", lambda w, m: not w.hermes.core.conns),
+    ("no-turn", "a Hermes turn is running",
+     lambda w, m: not any(s.running for s in w.hermes.core.live.values())
+     and not any(not t.done() for t in w.hermes.core.tasks)),
+)
+
+
+def refusal(world: Any, begun: Mark) -> str | None:
+    """The first gate that does not hold (``name: reason``), or None: the world may be kept."""
+    for name, reason, holds in GATES:
+        try:
+            ok = holds(world, begun)
+        except Exception as exc:  # a world of another shape is never kept
+            return f"{name}: {type(exc).__name__}"
+        if not ok:
+            return f"{name}: {reason}"
+    return None
+
+
+async def _until(cond: Callable[[], bool], timeout: float = IDLE_TIMEOUT) -> bool:
+    """Poll ``cond`` (every 10 ms, at most ``timeout`` s); whether it came true."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        if loop.time() >= end:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+async def _tidy(world: Any) -> str | None:
+    """Close the channels the case left open; a refusal when that does not settle."""
+    if not world.runner.running or not world.cp.is_online(world.runner_id):
+        return None  # the gates say why
+    for ch in list(world.cp.channels(world.runner_id).values()):
+        try:
+            await asyncio.wait_for(world.cp.close_channel(ch), IDLE_TIMEOUT)
+        except Exception as exc:
+            return f"tidy: closing a channel left open failed ({type(exc).__name__})"
+    if not await _until(lambda: not world.hermes.core.conns):
+        return "tidy: a Hermes WebSocket stayed open after its channel closed"
+    return None
+
+
+async def _round_trip(world: Any) -> str | None:
+    """Answer the held poll empty and wait for the next one; a refusal when it does not come."""
+    cp, rid = world.cp, world.runner_id
+    if not world.runner.running or not cp.is_online(rid):
+        return None
+    try:
+        held = await cp.poll_held(rid, timeout=IDLE_TIMEOUT)
+        held.wake()
+        await cp.poll_held(rid, other_than=held, timeout=IDLE_TIMEOUT)
+    except Exception:
+        return "idle: the runner did not park its next poll"
+    return None
+
+
+def begin_case(world: Any) -> Mark:
+    """Forget what the previous case saw; the mark the next keep decision compares with."""
+    world.cp.history.forget_answered()
+    world.cp.lifecycle.clear()
+    world.hermes.effects.clear()
+    world.cp.faults.clear()
+    return mark(world)
+
+
+@dataclass
+class Kept:
+    world: Any
+    key: str
+    closer: Callable[[], Awaitable[Any]]
+    cases: list[str] = field(default_factory=list)
+    unsettled: bool = False  # a fresh world whose runner did not park a poll: never kept
+
+
+@dataclass
+class Pool:
+    """The kept world of one worker (at most one)."""
+
+    enabled: bool = True
+    kept: Kept | None = None
+    refusals: dict[str, int] = field(default_factory=dict)
+    start_ups_saved: int = 0
+
+    async def borrow(self, key: str) -> Kept | None:
+        """The kept world for ``key`` (idle: its poll parked), or None; a kept world of another
+        key, or one that did not park its poll, is closed."""
+        kept, self.kept = self.kept, None
+        if kept is None:
+            return None
+        if kept.key != key:
+            await kept.closer()
+            return None
+        if not await self.settle(kept):
+            await kept.closer()
+            return None
+        self.start_ups_saved += 1
+        return kept
+
+    async def settle(self, kept: Kept) -> bool:
+        """Wait (bounded) until the runner parks a poll; False (and ``kept`` marked not to be
+        kept) when it does not."""
+        try:
+            await kept.world.cp.poll_held(kept.world.runner_id, timeout=IDLE_TIMEOUT)
+        except Exception:
+            self._refused("idle: the runner did not park a poll")
+            kept.unsettled = True
+            return False
+        return True
+
+    async def give_back(self, kept: Kept, *, passed: bool, begun: Mark) -> None:
+        """Keep ``kept`` for the next case, or close it (a failed case, a refused gate). A
+        channel the case left open is closed first (``gateway.close``, as the admin would);
+        then the runner must go once more round its poll loop (its held poll is answered empty
+        and it parks the next one) before the gates are read, so a runner still reacting to the
+        case (a reset poll after an error, say) is seen doing so."""
+        why = ("the case did not pass" if not passed else
+               "idle: the runner did not park a poll" if kept.unsettled else
+               await _tidy(kept.world) or await _round_trip(kept.world) or
+               refusal(kept.world, begun))
+        if why is not None:
+            self._refused(why)
+            await kept.closer()
+            return
+        if self.kept is not None:
+            await self.kept.closer()
+        self.kept = kept
+
+    async def close(self) -> None:
+        kept, self.kept = self.kept, None
+        if kept is not None:
+            await kept.closer()
+
+    def _refused(self, why: str) -> None:
+        self.refusals[why] = self.refusals.get(why, 0) + 1
+        with open("/tmp/refusals.log", "a") as f:  # DEBUG
+            f.write(why + "\n")
