@@ -20,194 +20,27 @@ import asyncio
 import contextlib
 import os
 import platform
-import shlex
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-import aiosqlite
-from aiohttp import web
-
-from conformance.adapter import RunnerUnderTest
-from conformance.process import Process, scrubbed_env
+from bench.floors import (
+    Floors,
+    Latency,
+    floor_commit,
+    floor_round_trip,
+    floor_round_trip_rate,
+    ms,
+)
+from bench.processes import Hermes, Runner, cpu_seconds
 from fake_server import Command, ControlPlane, Exchange, Outcome
-
-REPO = Path(__file__).resolve().parents[1]  # the checkout whose runner_ref the subprocesses run
 
 TARGET_RATE = 1000.0  # commands/s on 2 cores
 TARGET_RATIO = 4.0  # p99 within 4× the floor
-FAST_ENV = {"RUNNER_REF_TEST_RECONNECT_DELAY": "0.1"}
-
-
-# -- statistics ------------------------------------------------------------------------------
-def percentile(samples: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of a non-empty sample."""
-    ordered = sorted(samples)
-    rank = max(1, -(-len(ordered) * q // 100))  # ceil(n*q/100), at least 1
-    return ordered[int(rank) - 1]
-
-
-@dataclass(frozen=True)
-class Latency:
-    p50: float
-    p99: float
-    mean: float
-    n: int
-
-    @classmethod
-    def of(cls, samples: list[float]) -> Latency:
-        return cls(percentile(samples, 50), percentile(samples, 99), statistics.fmean(samples),
-                   len(samples))
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:8.3f} ms"
-
-
-# -- floors ----------------------------------------------------------------------------------
-@contextlib.asynccontextmanager
-async def echo_server() -> AsyncIterator[str]:
-    """A bare aiohttp server on 127.0.0.1:0 that answers a JSON POST with it; yields its URL."""
-
-    async def echo(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "echo": await request.json()})
-
-    app = web.Application()
-    app.router.add_post("/echo", echo)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/echo"
-    finally:
-        await runner.cleanup()
-
-
-async def floor_round_trip(samples: int) -> Latency:
-    """A bare aiohttp POST with a small JSON body and answer, over loopback, keep-alive."""
-    times: list[float] = []
-    async with echo_server() as url, aiohttp.ClientSession() as session:
-        for i in range(samples + 50):
-            start = time.perf_counter()
-            async with session.post(url, json={"id": i}) as resp:
-                await resp.read()
-            if i >= 50:  # warm-up
-                times.append(time.perf_counter() - start)
-    return Latency.of(times)
-
-
-async def floor_round_trip_rate(requests: int, concurrency: int) -> float:
-    """Bare aiohttp loopback round trips per second with ``concurrency`` in flight (client and
-    server in this one process, keep-alive): the throughput floor of one HTTP hop."""
-    left = requests
-    async with echo_server() as url, aiohttp.ClientSession() as session:
-
-        async def worker() -> None:
-            nonlocal left
-            while left > 0:
-                left -= 1
-                async with session.post(url, json={"id": left}) as resp:
-                    await resp.read()
-
-        await asyncio.gather(*(worker() for _ in range(concurrency)))   # warm-up
-        left = requests
-        began = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return requests / (time.perf_counter() - began)
-
-
-async def floor_commit(directory: Path, samples: int) -> Latency:
-    """One autocommitted INSERT per sample: WAL + synchronous=FULL, like the runner's ledger."""
-    db = await aiosqlite.connect(str(directory / "floor.sqlite3"), isolation_level=None)
-    times: list[float] = []
-    try:
-        await db.execute("PRAGMA journal_mode=WAL")
-        await db.execute("PRAGMA synchronous=FULL")
-        await db.execute("CREATE TABLE t (id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, "
-                         "state TEXT NOT NULL, result TEXT, created INTEGER NOT NULL)")
-        for i in range(samples + 20):
-            start = time.perf_counter()
-            await db.execute("INSERT INTO t VALUES (?, ?, 'started', NULL, ?)",
-                             (f"id-{i}", "f" * 64, i))
-            if i >= 20:
-                times.append(time.perf_counter() - start)
-    finally:
-        await db.close()
-    return Latency.of(times)
-
-
-# -- the system under measurement --------------------------------------------------------------
-class Hermes:
-    """The scripted Hermes as a subprocess (so the three parts spread over the cores), through
-    the one process helper; ready when it prints its ``HERMES_BACKEND_READY`` line."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.process: Process | None = None
-        self.url = ""
-
-    async def start(self) -> None:
-        env = scrubbed_env({"PYTHONPATH": str(REPO),
-                            "HERMES_DASHBOARD_SESSION_TOKEN": os.urandom(24).hex()})
-        self.process = Process(
-            [sys.executable, "-m", "fixtures.scripted_hermes", "--host", "127.0.0.1", "--port",
-             "0", "--script", "plain", "--time-scale", "0"],
-            env=env, cwd=REPO, tee_dir=self.workdir, tee_stem="hermes")
-        await self.process.start()
-        line = await self.process.wait_line("HERMES_DASHBOARD_READY", 20, stream="stdout")
-        self.url = f"http://127.0.0.1:{int(line.rsplit('port=', 1)[1])}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
-
-    async def stop(self) -> None:
-        if self.process is not None:
-            await self.process.stop()
-
-
-class Runner:
-    """``python -m runner_ref --config {config}`` through the black-box adapter (its own process
-    group; runner.json in a private temp directory removed at :meth:`stop`)."""
-
-    def __init__(self, workdir: Path, config: dict[str, Any], profile: str | None,
-                 switch_interval: float | None = None, src: Path = REPO) -> None:
-        self.workdir, self.profile = workdir, profile
-        self.src = src  # the directory holding the runner_ref package (A/B against a copy)
-        py = shlex.quote(sys.executable)
-        template = f"{py} -m runner_ref --config {{config}}"
-        if profile:
-            out = shlex.quote(str(Path(profile).resolve()))
-            template = f"{py} -m cProfile -o {out} -m runner_ref --config {{config}}"
-        elif switch_interval is not None:
-            code = ("import runpy, sys; sys.setswitchinterval(float(sys.argv[1])); "
-                    "sys.argv = ['runner_ref', *sys.argv[2:]]; "
-                    "runpy.run_module('runner_ref', run_name='__main__', alter_sys=True)")
-            template = f"{py} -c {shlex.quote(code)} {switch_interval} --config {{config}}"
-        self.adapter = RunnerUnderTest(template, config,
-                                       env={**FAST_ENV, "PYTHONPATH": str(src)})
-
-    async def start(self) -> None:
-        await self.adapter.start()
-
-    @property
-    def pid(self) -> int | None:
-        return self.adapter.pid if self.adapter.process else None
-
-    async def stop(self) -> int | None:
-        """SIGTERM → wait → SIGKILL; keeps the (redacted) stderr as ``runner.stderr``."""
-        try:
-            return await self.adapter.stop()
-        finally:
-            (self.workdir / "runner.stderr").write_text(self.adapter.stderr_text())
-            await self.adapter.close()
 
 
 # -- load ------------------------------------------------------------------------------------
@@ -226,23 +59,6 @@ class Run:
 
 
 Send = Callable[[int], Awaitable[Command]]
-
-
-def user_system(pid: int | None) -> tuple[float, float]:
-    """(user, system) CPU seconds of a process, threads included (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        tick = os.sysconf("SC_CLK_TCK")
-        return int(fields[11]) / tick, int(fields[12]) / tick
-    except (OSError, IndexError, ValueError):
-        return float("nan"), float("nan")
-
-
-def cpu_seconds(pid: int | None) -> float:
-    """user + system CPU seconds of a process (Linux /proc); our own process when ``pid`` is None."""
-    if pid is None:
-        return time.process_time()
-    return sum(user_system(pid))
 
 
 async def drive(cp: ControlPlane, variant: str, n: int, concurrency: int, send: Send,
@@ -372,25 +188,6 @@ async def measure(args: argparse.Namespace, workdir: Path) -> tuple[list[Run], d
 
 
 # -- report ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Floors:
-    rt: Latency            # one aiohttp loopback round trip, one at a time
-    commit: Latency        # one SQLite commit (WAL, FULL), one at a time
-    rt_rate: float         # aiohttp loopback round trips/s with C in flight
-    commit_rate: float     # SQLite commits/s, one at a time (1 / mean)
-
-    @property
-    def latency(self) -> float:
-        """4 round trips + 2 commits, from the p50s: the least one unloaded command costs."""
-        return 4 * self.rt.p50 + 2 * self.commit.p50
-
-    @property
-    def rate(self) -> float:
-        """Commands/s if a command's 4 round trips (at the loaded rate) and 2 commits were paid
-        one after another on one core: a same-run yardstick, not a bound."""
-        return 1.0 / (4.0 / self.rt_rate + 2.0 / self.commit_rate)
-
-
 def report(args: argparse.Namespace, floors: Floors, runs: list[Run],
            info: dict[str, Any]) -> None:
     rt, commit, floor = floors.rt, floors.commit, floors.latency

@@ -7,7 +7,7 @@ Hermes that only serves ``GET /``, ``/api/profiles`` and ``/api/status``.
 Not a conformance check of anything: the stand-ins skip every gate, redelivery and history, so
 what is left is the runner (ledger commits included) plus two bare aiohttp servers. Prints the
 runner's CPU per command and the latency/throughput figures beside the same floors as
-``e2e_commands.py``. Figures only; see docs/bench.md.
+``e2e_commands.py`` (``bench/floors.py``). Figures only; see docs/bench.md.
 """
 from __future__ import annotations
 
@@ -23,16 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bench.e2e_commands import (
-    REPO,
-    Latency,
-    Runner,
-    cpu_seconds,
-    floor_commit,
-    floor_round_trip,
-    ms,
-    user_system,
-)
+from bench.floors import Latency, floor_commit, floor_round_trip, ms
+from bench.processes import REPO, Runner, cpu_seconds, user_system
 
 EPOCH = f"{uuid.uuid4()}:{uuid.uuid4()}"
 

@@ -1,8 +1,11 @@
-"""Stateful steps per second over sockets: the seven family machines (and optionally the fault
-matrix) against a runner, beside the runner start-up floor measured in the same run.
+"""Stateful steps per second over sockets: the seven family machines against a runner, beside
+the runner start-up floor measured in the same run.
 
-    python bench/stateful_steps.py [--profile ci|certify|thorough] [--families a,b] [--matrix]
+    python -m bench.stateful_steps [--profile smoke|ci|certify|thorough] [--families a,b]
                                    [--runner-cmd "CMD --config {config}"] [--floor-runs N]
+                                   [--seed N] [--fresh]
+
+Run it from the repository root: `bench` is not an installed package.
 
 Floor: spawn → first poll of the runner (a World's runner started, SIGKILLed, started again and
 timed from spawn to the first poll request reaching the control plane), N times, median. A
@@ -18,15 +21,12 @@ import shlex
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from conformance import hypothesis_profiles  # noqa: E402
-from conformance.machines import shared  # noqa: E402
-from conformance.machines.families import MACHINES  # noqa: E402
-from conformance.machines.rig import Rig  # noqa: E402
-from conformance.machines.run import run_machine  # noqa: E402
+from conformance import hypothesis_profiles
+from conformance.machines import shared
+from conformance.machines.families import MACHINES
+from conformance.machines.rig import Rig
+from conformance.machines.run import run_machine
 
 REF = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
 
@@ -55,7 +55,7 @@ def startup_floor(runner_cmd: str, runs: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="ci", choices=sorted(hypothesis_profiles.PROFILES))
     ap.add_argument("--families", default=",".join(MACHINES))
     ap.add_argument("--runner-cmd", default=REF)

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Route, expect
 
+from fake_server.admin_page import STATIC_FILES
+
 from .e2e_support import LiveServer, Tab, fill_registration, login, runner_item
 
 pytestmark = pytest.mark.e2e
@@ -110,7 +112,7 @@ def test_no_token_or_hash_in_api_dom_or_source(server: LiveServer, tab: Tab) -> 
     expect(runner_item(page, "beta")).to_be_visible()
     _assert_clean("the DOM after reload", page.evaluate(DOM_DUMP), tokens)
     _assert_clean("page.content() after reload", page.content(), tokens)
-    for path in ("/admin/", "/admin/static/app.js", "/admin/static/app.css"):
+    for path in ("/admin/", *(f"/admin/static/{name}" for name in sorted(STATIC_FILES))):
         _assert_clean(path, ctx.request.get(server.url + path).text(), tokens)
     _assert_clean("cookies", json.dumps(ctx.cookies()), tokens)
     assert tab.errors == []

@@ -7,6 +7,9 @@ from pathlib import Path
 from aiohttp import web
 
 STATIC_DIR = Path(__file__).with_name("static")
+#: what ``/admin/static/{name}`` serves: the style sheet and the page's ES modules (app.js is the
+#: entry index.html loads; it imports api.js and views.js). Any other name is a 404.
+STATIC_FILES = frozenset({"app.css", "app.js", "api.js", "views.js"})
 
 
 _PAGE_HEADERS = {
@@ -28,7 +31,7 @@ async def admin_page(request: web.Request) -> web.StreamResponse:
 
 async def admin_static(request: web.Request) -> web.StreamResponse:
     name = request.match_info["name"]
-    if name not in {"app.css", "app.js"}:
+    if name not in STATIC_FILES:
         raise web.HTTPNotFound()
     return _static_file(name)
 

@@ -83,7 +83,13 @@ class LoopbackListener:
         self._timings = timings or ListenerTimings()
         self.calls = CallBook(call_limit)
         self._runner: web.ServerRunner | None = None
+        self._host = ""
         self.port = 0
+
+    @property
+    def host(self) -> str:
+        """The address the listener's socket is bound to ("" before :meth:`start`)."""
+        return self._host
 
     @property
     def url(self) -> str:
@@ -110,7 +116,7 @@ class LoopbackListener:
             await runner.cleanup()
             raise
         self._runner = runner
-        self.port = runner.addresses[0][1]
+        self._host, self.port = runner.addresses[0][:2]
 
     async def close(self) -> None:
         runner, self._runner = self._runner, None

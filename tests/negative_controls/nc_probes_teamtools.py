@@ -37,7 +37,7 @@ async def _bind_all() -> bool:
     lst = _listener()
     await lst.start()
     try:
-        return lst._runner.addresses[0][0] != "127.0.0.1"
+        return lst.host != "127.0.0.1"
     finally:
         await lst.close()
 

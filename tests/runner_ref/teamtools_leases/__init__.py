@@ -1,0 +1,1 @@
+"""LeaseManager tests: in-memory relay, plugin and sessions, a fake clock, real listeners."""
