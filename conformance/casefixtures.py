@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from .catalogue import PROFILE_FEATURES, Case
 from .judge import STATE, load_object
-from .kept_worlds import Kept, Pool, begin_case, shares_world
+from .kept_worlds import Kept, Pool, begin_case, shares_world, world_key
 from .results import redact
 from .verdict import CaseFailed
 
@@ -76,10 +76,12 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     options = dict(state.options) if state else {}
     shares = shares_world(options)
     options.pop("fresh", None)
+    key = world_key(runner_cmd, hermes_mode, _session(request.config).world_spec, options)
     spec = _session(request.config).world_spec
     open_world = load_object(spec)
     pool = conformance_kept_worlds
     if state is None or not shares or hermes_mode != "scripted" or not pool.enabled:
+        await pool.close()  # a case on a fresh world runs beside nothing else of this worker
         async with open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
                               **options) as w:
             if state is not None:
@@ -88,10 +90,10 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
             yield w
         _finish(state, w)
         return
-    key = repr((runner_cmd, hermes_mode, spec))
     kept = await pool.borrow(key)
     if kept is None:
-        opened = open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed)
+        opened = open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
+                            **options)
         kept = Kept(await opened.__aenter__(), key, lambda: opened.__aexit__(None, None, None))
         # the first poll's store write (the runner's features) lands before its poll parks
         await pool.settle(kept)
@@ -111,7 +113,8 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     except BaseException:
         await kept.closer()
         raise
-    await pool.give_back(kept, passed=passed, begun=begun)
+    why = await pool.give_back(kept, passed=passed, begun=begun)
+    state.data["world_after"] = "kept" if why is None else f"closed: {why}"
 
 
 def _bind(state: Any, w: Any) -> None:

@@ -2,10 +2,10 @@
 idle world.
 
 Rules:
-- Only a case with **no world options** (the default world: scripted Hermes in token mode, the
-  server's real clock, default timings, the runner started and online) may borrow a kept world,
-  and only when the run keeps worlds (``--conformance-fresh-worlds`` turns it off; a case marked
-  ``fresh=True`` never borrows). Every other case gets a fresh world, as before.
+- A case borrows only a world kept for the **same world options** (and runner command, Hermes,
+  world factory), and only when the run keeps worlds (``--conformance-fresh-worlds`` turns it
+  off). A case with ``start_runner=False`` or ``manual_clock=True`` (:data:`UNSHARED`), or
+  marked ``fresh=True``, always gets a fresh world, as before.
 - A world is kept after a case only when the case **passed** and every row of :data:`GATES`
   holds: the same runner process, on its first epoch, online with a poll parked; nothing in
   flight on either side (no queued command, channel, lease, armed fault or pause point, no open
@@ -32,7 +32,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 #: How long a world may take to park its next poll before it counts as not idle.
 IDLE_TIMEOUT = 5.0
@@ -46,17 +48,83 @@ class Mark:
     epoch: str | None
     store_writes: int
     pauses: int
+    knobs: dict[str, Any]
+
+
+#: The parts of a world whose public plain settings (numbers, strings, flags, tuples) a case
+#: may turn — ``hermes.bridge.fail_bind = 500``, a timing — or whose methods it may patch on
+#: the instance (``kill_on_effect`` wraps ``effects.record``), and must not hand on so.
+KNOB_HOLDERS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("hermes", lambda w: w.hermes), ("hermes.core", lambda w: w.hermes.core),
+    ("hermes.bridge", lambda w: w.hermes.bridge), ("hermes.ws", lambda w: w.hermes.ws),
+    ("hermes.script", lambda w: w.hermes.script), ("cp", lambda w: w.cp),
+    ("cp.hub", lambda w: w.cp.hub), ("cp.timings", lambda w: w.cp.timings),
+    ("cp.limits", lambda w: w.cp.limits), ("hermes.effects", lambda w: w.hermes.effects),
+    ("cp.history", lambda w: w.cp.history), ("cp.lifecycle", lambda w: w.cp.lifecycle),
+)
+
+
+def knobs(world: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, get in KNOB_HOLDERS:
+        obj = get(world)
+        for attr, value in vars(obj).items():
+            if callable(value) and callable(getattr(type(obj), attr, None)):
+                out[f"{name}.{attr}"] = "patched"
+            elif not attr.startswith("_") and (value is None or isinstance(
+                    value, int | float | str | bool | tuple)):
+                out[f"{name}.{attr}"] = value
+    out["hermes.password"] = getattr(world.hermes, "password", None)  # change_password()
+    return out
+
+
+def _same_knobs(world: Any, begun: Mark) -> bool:
+    return knobs(world) == begun.knobs
+
+
+#: World options under which a world is never kept: a runner not started by the world, or a
+#: server clock the case moves (the runner's own clock would not follow it to the next case).
+UNSHARED = {"start_runner": False, "manual_clock": True}
 
 
 def shares_world(options: dict[str, Any]) -> bool:
-    """Whether a case with these world options may borrow a kept world."""
-    return not options.get("fresh") and not {k for k in options if k != "fresh"}
+    """Whether a case with these world options may borrow a kept world (of the same options)."""
+    return not options.get("fresh") and not any(
+        k in options and options[k] == v for k, v in UNSHARED.items())
+
+
+def world_key(runner_cmd: str, hermes_mode: str, spec: str, options: dict[str, Any]) -> str:
+    """Worlds are shared only between cases of one runner command, Hermes and world options."""
+    opts = sorted((k, repr(v)) for k, v in options.items() if k != "fresh")
+    return repr((runner_cmd, hermes_mode, spec, opts))
+
+
+def share_order(items: list[_T], key: Callable[[_T], str | None], workers: int = 1) -> list[_T]:
+    """The run order that lets kept worlds serve long runs of cases: ``workers`` blocks (xdist
+    hands each worker one contiguous block first, and a worker that runs dry steals the tail
+    of another's), each block the cases that never share first, then those that may, grouped by
+    world ``key`` (None: never shares); collection order within a group. The same on every
+    worker (xdist requires one collection)."""
+    other = [it for it in items if key(it) is None]
+    keys: dict[str, int] = {}
+    for it in items:
+        k = key(it)
+        if k is not None:
+            keys.setdefault(k, len(keys))
+    plain = sorted((it for it in items if key(it) is not None), key=lambda it: keys[str(key(it))])
+    n = max(1, workers)
+    out: list[_T] = []
+    for i in range(n):
+        out += other[i * len(other) // n:(i + 1) * len(other) // n]
+        out += plain[i * len(plain) // n:(i + 1) * len(plain) // n]
+    return out
 
 
 def mark(world: Any) -> Mark:
     runs = len(world.runner.runs) if world.runner is not None else 0
     return Mark(runs=runs, epoch=world.cp.epoch(world.runner_id),
-                store_writes=world.cp.store.writes, pauses=len(world.hermes.core.pauses))
+                store_writes=world.cp.store.writes, pauses=len(world.hermes.core.pauses),
+                knobs=knobs(world))
 
 
 Check = Callable[[Any, Mark], bool]
@@ -83,6 +151,8 @@ GATES: tuple[tuple[str, str, Check], ...] = (
      and not w.cp.faults.duplicates_batch and not w.cp.faults.duplicates_next_poll),
     ("store-untouched", "the case wrote to the store (runners, accounts, sources)",
      lambda w, m: w.cp.store.writes == m.store_writes),
+    ("same-knobs", "the case turned a setting of Hermes or the control plane",
+     _same_knobs),
     ("no-pause", "the case armed a Hermes pause point",
      lambda w, m: len(w.hermes.core.pauses) == m.pauses),
     ("no-socket", "a Hermes WebSocket is open", lambda w, m: not w.hermes.core.conns),
@@ -196,8 +266,9 @@ class Pool:
             return False
         return True
 
-    async def give_back(self, kept: Kept, *, passed: bool, begun: Mark) -> None:
-        """Keep ``kept`` for the next case, or close it (a failed case, a refused gate). A
+    async def give_back(self, kept: Kept, *, passed: bool, begun: Mark) -> str | None:
+        """Keep ``kept`` for the next case (None), or close it and say why (a failed case, a
+        refused gate). A
         channel the case left open is closed first (``gateway.close``, as the admin would);
         then the runner must go once more round its poll loop (its held poll is answered empty
         and it parks the next one) before the gates are read, so a runner still reacting to the
@@ -209,10 +280,11 @@ class Pool:
         if why is not None:
             self._refused(why)
             await kept.closer()
-            return
+            return why
         if self.kept is not None:
             await self.kept.closer()
         self.kept = kept
+        return None
 
     async def close(self) -> None:
         kept, self.kept = self.kept, None
@@ -221,5 +293,3 @@ class Pool:
 
     def _refused(self, why: str) -> None:
         self.refusals[why] = self.refusals.get(why, 0) + 1
-        with open("/tmp/refusals.log", "a") as f:  # DEBUG
-            f.write(why + "\n")

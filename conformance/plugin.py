@@ -38,7 +38,7 @@ from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .catalogue import PROFILES, Case, Catalogue
 from .judge import STATE, CaseState, judge_phase, load_object, merge
-from .kept_worlds import shares_world
+from .kept_worlds import share_order, shares_world, world_key
 from .marks import ANY_HERMES, MARK, case_mark, runs_on_any_hermes
 from .results import CaseResult, RunResults, combine, dump, redact
 from .verdict import CaseFailed
@@ -189,11 +189,16 @@ class Conformance:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         if not config.getoption("conformance_fresh_worlds", False):
-            # cases that may share a kept world run one after another (a stable sort: the
-            # others first, each group in collection order), so a worker's kept world serves
-            # a run of them instead of being closed by the next case with options
-            keep.sort(key=lambda it: STATE in it.stash and shares_world(it.stash[STATE].options))
+            workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+            keep = share_order(keep, self._share_key, workers)
         items[:] = keep
+
+    def _share_key(self, item: pytest.Item) -> str | None:
+        state = item.stash.get(STATE, None)
+        if state is None or not shares_world(state.options):
+            return None
+        return world_key(self.runner_cmd, str(self.config.option.hermes), self.world_spec,
+                         state.options)
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         state = item.stash.get(STATE, None)

@@ -36,6 +36,7 @@ class Secrets:
 
     def __init__(self) -> None:
         self._by_name: dict[str, str] = {}
+        self._longest_first: list[str] = []  # redact's order, kept on add
 
     def add(self, name: str, value: str | None) -> None:
         if not value or len(value) < MIN_SECRET or value in self._by_name.values():
@@ -45,6 +46,7 @@ class Secrets:
             n += 1
             key = f"{name}#{n}"
         self._by_name[key] = value
+        self._longest_first = sorted(self._by_name.values(), key=len, reverse=True)
 
     def update(self, other: Secrets) -> None:
         for name, value in other.items():
@@ -75,8 +77,9 @@ class Secrets:
         return [Leak(name, where) for name in self.find(data)]
 
     def redact(self, text: str) -> str:
-        for value in sorted(self._by_name.values(), key=len, reverse=True):
-            text = text.replace(value, REDACTED)
+        for value in self._longest_first:
+            if value in text:
+                text = text.replace(value, REDACTED)
         return text
 
     def redact_data(self, data: Any) -> Any:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fake_server import ControlPlane, ManualClock, Timings
+from fake_server import ControlPlane, Exchange, ManualClock, Timings
 from fixtures.hermes import ScriptedHermes
 
 from .adapter import RunnerUnderTest
@@ -220,8 +220,11 @@ class World:
 
     def _raw_transcript(self) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
+        names = [f.name for f in dataclasses.fields(Exchange)]
         for ex in self.cp.history:
-            items.append({"type": "exchange", **dataclasses.asdict(ex)})
+            # an exchange's fields are plain JSON values: no deep copy (``asdict``) is needed,
+            # redact_data builds new containers anyway
+            items.append({"type": "exchange", **{n: getattr(ex, n) for n in names}})
         for eff in self.hermes.effects.entries:
             items.append({"type": "effect", **eff.to_json()})
         items.sort(key=lambda d: (d.get("seq") or 0, d["type"]))
@@ -236,7 +239,10 @@ class World:
         """Every place a known secret occurs: runner output (all runs), the wire exchanges and
         the Hermes effects."""
         found = self.runner.leaks() if self.runner is not None else []
-        for item in self._raw_transcript():
+        raw = self._raw_transcript()
+        if not self.secrets.find(json.dumps(raw, default=str)):
+            return found  # the common case: one dump of everything, nothing to attribute
+        for item in raw:
             blob = json.dumps(item, default=str)
             where = f"{item['type']} #{item.get('seq')} ({item.get('route') or item.get('kind')})"
             found += self.secrets.leaks(blob, where)

@@ -40,7 +40,7 @@ async def _crash_and_start(world: Any, h: Harness, point: str, cid: str, *,
 
 
 
-@case("INC-001")
+@case("INC-001", fresh=True)  # arms a kill on its own file.read: a runner of its own
 async def test_kill_inside_hermes_http_is_uncertain(world: Any) -> None:
     """fails when: a started row runs again after the restart (rerun-started-rows), the ledger is
     in memory (ledger-in-memory), or the claim upserts (claim-upserts)."""
