@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from .catalogue import PROFILE_FEATURES, Case
 from .judge import STATE, load_object
-from .kept_worlds import Kept, Pool, begin_case, shares_world, world_key
+from .kept_worlds import KEEPABLE_WORLD, Kept, Pool, begin_case, shares_world, world_key
 from .results import redact
 from .verdict import CaseFailed
 
@@ -76,11 +76,12 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     options = dict(state.options) if state else {}
     shares = shares_world(options)
     options.pop("fresh", None)
-    key = world_key(runner_cmd, hermes_mode, _session(request.config).world_spec, options)
     spec = _session(request.config).world_spec
+    key = world_key(runner_cmd, hermes_mode, spec, options)
     open_world = load_object(spec)
     pool = conformance_kept_worlds
-    if state is None or not shares or hermes_mode != "scripted" or not pool.enabled:
+    if (state is None or not shares or hermes_mode != "scripted" or spec != KEEPABLE_WORLD
+            or not pool.enabled):
         await pool.close()  # a case on a fresh world runs beside nothing else of this worker
         async with open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
                               **options) as w:

@@ -82,6 +82,10 @@ def _same_knobs(world: Any, begun: Mark) -> bool:
     return knobs(world) == begun.knobs
 
 
+#: The one world factory whose worlds are kept (another ``--conformance-world`` gets a fresh
+#: world per case: its worlds may not have the parts the gates read).
+KEEPABLE_WORLD = "conformance.worlds:open_world"
+
 #: World options under which a world is never kept: a runner not started by the world, or a
 #: server clock the case moves (the runner's own clock would not follow it to the next case).
 UNSHARED = {"start_runner": False, "manual_clock": True}

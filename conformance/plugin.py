@@ -38,13 +38,13 @@ from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .catalogue import PROFILES, Case, Catalogue
 from .judge import STATE, CaseState, judge_phase, load_object, merge
-from .kept_worlds import share_order, shares_world, world_key
+from .kept_worlds import KEEPABLE_WORLD, share_order, shares_world, world_key
 from .marks import ANY_HERMES, MARK, case_mark, runs_on_any_hermes
 from .results import CaseResult, RunResults, combine, dump, redact
 from .verdict import CaseFailed
 
 DEFAULT_CATALOGUE = "conformance.catalogue:CATALOGUE"
-DEFAULT_WORLD = "conformance.worlds:open_world"
+DEFAULT_WORLD = KEEPABLE_WORLD  # conformance.worlds:open_world
 #: The reference runner, as a command string only: the suite never imports it.
 DEFAULT_RUNNER_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
 HARNESS_VERSION = "0.1.0"
@@ -188,7 +188,8 @@ class Conformance:
             keep.append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-        if not config.getoption("conformance_fresh_worlds", False):
+        if (not config.getoption("conformance_fresh_worlds", False)
+                and self.world_spec == KEEPABLE_WORLD and str(config.option.hermes) == "scripted"):
             workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
             keep = share_order(keep, self._share_key, workers)
         items[:] = keep

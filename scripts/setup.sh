@@ -38,3 +38,8 @@ elif [ "${1:-}" = "--test" ]; then
 else
   "$PY" -m pip install -q -e .
 fi
+if [ "${1:-}" != "--hermes" ]; then
+  # An editable install compiles nothing, and where PYTHONDONTWRITEBYTECODE is set every process
+  # (each runner start-up, each xdist worker) would compile the repository's modules again.
+  "$PY" -m compileall -q -j 0 fake_server runner_ref conformance fixtures negative_controls >/dev/null
+fi

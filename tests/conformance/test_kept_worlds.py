@@ -1,0 +1,139 @@
+"""Kept worlds (conformance/kept_worlds.py): which cases share, in what order, and each gate
+that refuses to hand a world on — on stand-in worlds; then two real cases sharing one runner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from conformance import kept_worlds as kw
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_which_options_share() -> None:
+    assert kw.shares_world({})
+    assert kw.shares_world({"hermes_script": "plain"})
+    assert not kw.shares_world({"fresh": True})
+    assert not kw.shares_world({"start_runner": False})
+    assert not kw.shares_world({"manual_clock": True})
+    assert kw.shares_world({"manual_clock": False})
+
+
+def test_keys_separate_options_and_ignore_fresh() -> None:
+    a = kw.world_key("cmd", "scripted", kw.KEEPABLE_WORLD, {})
+    assert a == kw.world_key("cmd", "scripted", kw.KEEPABLE_WORLD, {"fresh": False})
+    assert a != kw.world_key("cmd", "scripted", kw.KEEPABLE_WORLD, {"hermes_script": "plain"})
+    assert a != kw.world_key("other", "scripted", kw.KEEPABLE_WORLD, {})
+
+
+def test_share_order_blocks_per_worker() -> None:
+    items = ["o1", "p1a", "o2", "p2b", "p3a", "o3", "p4a", "p5b"]
+    key = {"p1a": "a", "p3a": "a", "p4a": "a", "p2b": "b", "p5b": "b"}.get
+    assert kw.share_order(items, key, 1) == ["o1", "o2", "o3", "p1a", "p3a", "p4a", "p2b", "p5b"]
+    two = kw.share_order(items, key, 2)
+    assert two == ["o1", "p1a", "p3a", "o2", "o3", "p4a", "p2b", "p5b"]
+    assert sorted(two) == sorted(items)
+
+
+class _Faults:
+    def __init__(self) -> None:
+        self.armed: dict[str, list[Any]] = {}
+        self.duplicates_batch = 0
+        self.duplicates_next_poll = 0
+
+
+def _world() -> Any:
+    """A stand-in with just the parts the gates read, idle and untouched."""
+    runner = SimpleNamespace(runs=[object()], running=True, clock_offset=0.0)
+    store = SimpleNamespace(writes=3)
+    history = SimpleNamespace(entries=[])
+    cp = SimpleNamespace(
+        store=store, history=history, faults=_Faults(), lifecycle=SimpleNamespace(),
+        hub=SimpleNamespace(), timings=SimpleNamespace(poll_hold=2.0), limits=SimpleNamespace(),
+        is_online=lambda rid: True, epoch=lambda rid: "e1", queued=lambda rid: [],
+        channels=lambda rid: {}, leases=lambda rid: {})
+    core = SimpleNamespace(pauses=[], conns=set(), live={}, tasks=set())
+    hermes = SimpleNamespace(core=core, bridge=SimpleNamespace(fail_bind=None),
+                             ws=SimpleNamespace(), script=SimpleNamespace(),
+                             effects=SimpleNamespace(), password=None)
+    return SimpleNamespace(runner=runner, cp=cp, hermes=hermes, runner_id="r1")
+
+
+DISTURBANCES = {
+    "runner-running": lambda w: setattr(w.runner, "running", False),
+    "same-process": lambda w: w.runner.runs.append(object()),
+    "plain-clock": lambda w: setattr(w.runner, "clock_offset", 30.0),
+    "online": lambda w: setattr(w.cp, "is_online", lambda rid: False),
+    "same-epoch": lambda w: setattr(w.cp, "epoch", lambda rid: "e2"),
+    "no-queue": lambda w: setattr(w.cp, "queued", lambda rid: ["cmd"]),
+    "no-channel": lambda w: setattr(w.cp, "channels", lambda rid: {"c": object()}),
+    "no-lease": lambda w: setattr(w.cp, "leases", lambda rid: {"l": object()}),
+    "calm": lambda w: w.cp.history.entries.append(SimpleNamespace(fault="drop", status=None)),
+    "no-fault": lambda w: w.cp.faults.armed.setdefault("poll", []).append(SimpleNamespace(n=1)),
+    "store-untouched": lambda w: setattr(w.cp.store, "writes", 4),
+    "same-knobs": lambda w: setattr(w.hermes.bridge, "fail_bind", 500),
+    "no-pause": lambda w: w.hermes.core.pauses.append(object()),
+    "no-socket": lambda w: w.hermes.core.conns.add("ws1"),
+    "no-turn": lambda w: w.hermes.core.live.update(s=SimpleNamespace(running=True)),
+}
+
+
+def test_an_untouched_idle_world_is_kept() -> None:
+    w = _world()
+    assert kw.refusal(w, kw.mark(w)) is None
+
+
+def test_every_gate_has_a_disturbance_here() -> None:
+    assert [name for name, _, _ in kw.GATES] == list(DISTURBANCES)
+
+
+@pytest.mark.parametrize("gate", list(DISTURBANCES))
+def test_each_gate_refuses_its_disturbance(gate: str) -> None:
+    w = _world()
+    begun = kw.mark(w)
+    DISTURBANCES[gate](w)
+    why = kw.refusal(w, begun)
+    assert why is not None and why.startswith(gate + ":"), why
+
+
+def test_a_patched_method_counts_as_a_turned_knob() -> None:
+    class Log:
+        def record(self) -> None: ...
+
+    w = _world()
+    w.hermes.effects = Log()
+    begun = kw.mark(w)
+    w.hermes.effects.record = lambda: None
+    assert (kw.refusal(w, begun) or "").startswith("same-knobs:")
+
+
+def test_a_world_of_another_shape_is_never_kept() -> None:
+    w = _world()
+    begun = kw.mark(w)
+    del w.cp.queued
+    assert (kw.refusal(w, begun) or "").startswith("no-queue: AttributeError")
+
+
+def _certify(tmp_path: Path, *extra: str) -> dict[str, Any]:
+    out = tmp_path / "bundle"
+    subprocess.run([sys.executable, "-m", "conformance", "certify", "--cases", "LIM-001,LIM-003",
+                    "-j", "1", "--no-progress", "--out", str(out), *extra],
+                   cwd=REPO, check=True, capture_output=True, timeout=300)
+    doc = json.loads((out / "results.json").read_text())
+    return {c["id"]: c["data"] for c in doc["cases"]}
+
+
+@pytest.mark.slow
+def test_two_plain_cases_share_one_runner_unless_told_not_to(tmp_path: Path) -> None:
+    data = _certify(tmp_path)
+    assert data["LIM-001"]["world"] == "fresh" and data["LIM-001"]["world_after"] == "kept"
+    assert data["LIM-003"]["world"] == "kept after LIM-001"
+    fresh = _certify(tmp_path, "--fresh-worlds")
+    assert {d["world"] for d in fresh.values()} == {"fresh"}
