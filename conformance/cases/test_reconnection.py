@@ -3,6 +3,7 @@ exit or a lost receipt."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from conformance.marks import case
@@ -34,8 +35,26 @@ async def _end_hold(world: Any) -> None:
 
 
 async def _reset_poll_after(world: Any, seq: int, what: str) -> Any:
-    """The first poll answered 200 after ``seq``; it must carry x-runner-reset: 1."""
-    ok = await wait_route(world, "poll", lambda ex: ex.status == 200, after_seq=seq, answered=True)
+    """The first poll answered 200 after ``seq``; it must carry x-runner-reset: 1.
+
+    These cases drive the control plane's clock, so a poll it holds (one that finds nothing to
+    deliver) is answered only when its hold ends on that clock: while no poll after ``seq`` has
+    been answered 200, a held one gets its hold ended. (Without that, a reset poll that came
+    before the command was due again waited out the whole bound: REC-006, about one run in six
+    under load.)"""
+
+    def accepted() -> Any:
+        return next((ex for ex in world.cp.history.entries
+                     if ex.route == "poll" and ex.seq > seq and ex.status == 200), None)
+
+    async def answered() -> Any:
+        while (found := accepted()) is None:
+            if world.cp.held_poll(world.runner_id) is not None:
+                world.cp.clock.advance(world.cp.timings.poll_hold + 0.1)
+            await asyncio.sleep(0.02)  # bounded by the guard below
+        return found
+
+    ok = await world.runner.guard(answered(), "a poll answered 200", WAIT)
     expect(ok.reset, expected=f"after {what} the next accepted poll carries x-runner-reset: 1",
            actual="reset header missing", witness=witness(world, routes=("poll",)))
     expect(world.runner.running, expected="the runner keeps running", actual=f"exited {world.runner.returncode}")
