@@ -159,9 +159,10 @@ class Conformance:
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         for item in items:
-            if "world" in getattr(item, "fixturenames", ()):
+            if case_mark(item) is not None and "world" in getattr(item, "fixturenames", ()):
                 # The world fixture runs on the worker's session loop (a kept world outlives
-                # its case), so the case does too.
+                # its case), so the case does too. Only cases: another test's own ``world``
+                # fixture (tests/runner_ref has one) keeps its function loop.
                 item.add_marker(pytest.mark.asyncio(loop_scope="session"), append=False)
         keep: list[pytest.Item] = []
         dropped: list[pytest.Item] = []
@@ -191,7 +192,11 @@ class Conformance:
         if (not config.getoption("conformance_fresh_worlds", False)
                 and self.world_spec == KEEPABLE_WORLD and str(config.option.hermes) == "scripted"):
             workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-            keep = share_order(keep, self._share_key, workers)
+            # only the cases move, among the places cases had: other tests keep their order
+            at = [i for i, it in enumerate(keep) if STATE in it.stash]
+            for i, it in zip(at, share_order([keep[i] for i in at], self._share_key, workers),
+                             strict=True):
+                keep[i] = it
         items[:] = keep
 
     def _share_key(self, item: pytest.Item) -> str | None:
