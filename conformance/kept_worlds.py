@@ -12,8 +12,7 @@ Rules:
   Hermes socket or running turn); nothing written to the store; no fault injected and no server
   error answered during the case (a runner's reaction to one — a reconnect after its pause — may
   come after the case ended). A world that fails one is closed
-  (the refusal is kept as :attr:`Pool.refusals` for the report) and the next case opens a fresh
-  one — so a broken or disturbed world never reaches another case.
+  (the case's ``data.world_after`` names the refusal) and the next case opens a fresh one — so a broken or disturbed world never reaches another case.
 - Handing a kept world to the next case forgets what the last one saw: the control plane's
   history (all but the exchange still open: the held poll, whose answer is the case's) and lifecycle log and the scripted Hermes' effect log are cleared (``seq`` keeps
   counting). The runner's ledger and Hermes' idle stored sessions stay: they are what a runner
@@ -241,8 +240,6 @@ class Pool:
 
     enabled: bool = True
     kept: Kept | None = None
-    refusals: dict[str, int] = field(default_factory=dict)
-    start_ups_saved: int = 0
 
     async def borrow(self, key: str) -> Kept | None:
         """The kept world for ``key`` (idle: its poll parked), or None; a kept world of another
@@ -256,7 +253,6 @@ class Pool:
         if not await self.settle(kept):
             await kept.closer()
             return None
-        self.start_ups_saved += 1
         return kept
 
     async def settle(self, kept: Kept) -> bool:
@@ -265,7 +261,6 @@ class Pool:
         try:
             await kept.world.cp.poll_held(kept.world.runner_id, timeout=IDLE_TIMEOUT)
         except Exception:
-            self._refused("idle: the runner did not park a poll")
             kept.unsettled = True
             return False
         return True
@@ -282,7 +277,6 @@ class Pool:
                await _tidy(kept.world) or await _round_trip(kept.world) or
                refusal(kept.world, begun))
         if why is not None:
-            self._refused(why)
             await kept.closer()
             return why
         if self.kept is not None:
@@ -294,6 +288,3 @@ class Pool:
         kept, self.kept = self.kept, None
         if kept is not None:
             await kept.closer()
-
-    def _refused(self, why: str) -> None:
-        self.refusals[why] = self.refusals.get(why, 0) + 1

@@ -3,7 +3,6 @@ exit or a lost receipt."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from conformance.marks import case
@@ -43,18 +42,15 @@ async def _reset_poll_after(world: Any, seq: int, what: str) -> Any:
     before the command was due again waited out the whole bound: REC-006, about one run in six
     under load.)"""
 
-    def accepted() -> Any:
-        return next((ex for ex in world.cp.history.entries
-                     if ex.route == "poll" and ex.seq > seq and ex.status == 200), None)
-
-    async def answered() -> Any:
-        while (found := accepted()) is None:
-            if world.cp.held_poll(world.runner_id) is not None:
-                world.cp.clock.advance(world.cp.timings.poll_hold + 0.1)
-            await asyncio.sleep(0.02)  # bounded by the guard below
+    def accepted_else_end_hold() -> Any:
+        found = next((ex for ex in world.cp.history.entries
+                      if ex.route == "poll" and ex.seq > seq and ex.status == 200), None)
+        if found is None and world.cp.held_poll(world.runner_id) is not None:
+            world.cp.clock.advance(world.cp.timings.poll_hold + 0.1)
         return found
 
-    ok = await world.runner.guard(answered(), "a poll answered 200", WAIT)
+    ok = await world.runner.guard(until(accepted_else_end_hold, "a poll answered 200"),
+                                  "a poll answered 200", WAIT + 1)
     expect(ok.reset, expected=f"after {what} the next accepted poll carries x-runner-reset: 1",
            actual="reset header missing", witness=witness(world, routes=("poll",)))
     expect(world.runner.running, expected="the runner keeps running", actual=f"exited {world.runner.returncode}")
