@@ -6,11 +6,18 @@
 - ``thorough`` (``HYPOTHESIS_PROFILE=thorough``): random, 1000 examples, the database kept, for
   exploring. The expensive machines size themselves with ``tests.budget.examples``.
 Tests do not set ``max_examples``, ``derandomize`` or ``database`` inline.
+
+Bytecode: pytest keeps each module it rewrites for assertions as a ``.pyc`` beside the source,
+unless bytecode writing is off. Machines that set ``PYTHONDONTWRITEBYTECODE`` (ours do) made
+every xdist worker rewrite every test module again on every run: about 6 s of each worker's
+10 s collection. The repository's own bytecode is written anyway (``scripts/setup.sh`` compiles
+it), so the test run writes pytest's too; the processes it starts keep the environment's choice.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 from hypothesis import HealthCheck, settings
 
@@ -22,3 +29,5 @@ settings.register_profile("ci", max_examples=50, derandomize=True, database=None
 settings.register_profile("thorough", max_examples=1000, derandomize=False, deadline=None,
                           print_blob=True, suppress_health_check=_SLOW_OK)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+sys.dont_write_bytecode = False  # see "Bytecode" above

@@ -29,7 +29,8 @@ import pytest
 
 from .baseline import BaselineError
 from .baseline import load as load_baseline
-from .catalogue import CATALOGUE, PROFILES
+from .catalogue import CATALOGUE, PROFILES, Catalogue
+from .judge import load_object
 from .plugin import DEFAULT_RUNNER_CMD
 from .results import ResultsError, RunResults
 from .results import load as load_results
@@ -127,16 +128,29 @@ WORKERS_PER_CORE = 2
 
 def default_jobs(args: argparse.Namespace, cores: int | None = None) -> int:
     """``-j`` when not given: ``WORKERS_PER_CORE`` per core, capped so each worker has
-    ``CASES_PER_WORKER`` catalogued cases of the selection (``--profile``, ``--cases``); another
-    catalogue or suite is not counted (no cap)."""
+    ``CASES_PER_WORKER`` catalogued cases of the selection (``--profile``, ``--cases``, counted in
+    ``--catalogue`` when one is given); a catalogue that cannot be loaded here is not counted (no
+    cap: the session reports the error)."""
     cores = max(1, cores if cores is not None else (os.cpu_count() or 1))
     workers = cores * WORKERS_PER_CORE
-    if args.catalogue or args.suite:
+    catalogue = selection_catalogue(args)
+    if catalogue is None:
         return workers
     patterns = [p.strip() for p in (args.cases or "").split(",") if p.strip()]
-    selected = [row for row in CATALOGUE.in_profile(args.profile)
+    selected = [row for row in catalogue.in_profile(args.profile)
                 if not patterns or any(fnmatch.fnmatchcase(row.id, p) for p in patterns)]
     return max(1, min(workers, len(selected) // CASES_PER_WORKER))
+
+
+def selection_catalogue(args: argparse.Namespace) -> Catalogue | None:
+    """The catalogue the session will select from (a suite's cases are catalogued in it)."""
+    if not args.catalogue:
+        return CATALOGUE
+    try:
+        found = load_object(args.catalogue)
+    except Exception:  # noqa: BLE001 - the session itself reports an unloadable catalogue
+        return None
+    return found if isinstance(found, Catalogue) else None
 
 
 def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> list[str]:

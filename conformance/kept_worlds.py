@@ -7,9 +7,10 @@ Rules:
   off). A case with ``start_runner=False`` or ``manual_clock=True`` (:data:`UNSHARED`), or
   marked ``fresh=True``, always gets a fresh world, as before.
 - A world is kept after a case only when the case **passed** and every row of :data:`GATES`
-  holds: the same runner process, on its first epoch, online with a poll parked; nothing in
-  flight on either side (no queued command, channel, lease, armed fault or pause point, no open
-  Hermes socket or running turn); nothing written to the store; no fault injected and no server
+  holds: the same runner process, online with a poll parked (on whatever epoch the case left:
+  the next case reads the current one); nothing in
+  flight on either side (no queued command, channel, lease, armed fault, no Hermes held at a
+  pause point, no open Hermes socket or running turn); nothing written to the store; no fault injected and no server
   error answered during the case (a runner's reaction to one — a reconnect after its pause — may
   come after the case ended). A world that fails one is closed
   (the case's ``data.world_after`` names the refusal) and the next case opens a fresh one — so a broken or disturbed world never reaches another case.
@@ -17,7 +18,8 @@ Rules:
   history (all but the exchange still open: the held poll, whose answer is the case's) and lifecycle log and the scripted Hermes' effect log are cleared (``seq`` keeps
   counting). The runner's ledger and Hermes' idle stored sessions stay: they are what a runner
   that has served earlier commands has, which the protocol allows.
-- A channel the case left open is closed (``gateway.close``) before the gates are read, and the
+- A pause point the case armed and Hermes never reached is disarmed (it holds nothing), and a
+  channel the case left open is closed (``gateway.close``) before the gates are read, and the
   runner goes once round its poll loop (the held poll answered empty, the next one parked), so a
   runner still busy with the case is seen busy.
 - At most one world is kept per worker; the pool closes it at the end of the session.
@@ -31,9 +33,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-_T = TypeVar("_T")
+from typing import Any
 
 #: How long a world may take to park its next poll before it counts as not idle.
 IDLE_TIMEOUT = 5.0
@@ -44,9 +44,7 @@ class Mark:
     """What a world looked like when a case began on it."""
 
     runs: int
-    epoch: str | None
     store_writes: int
-    pauses: int
     knobs: dict[str, Any]
 
 
@@ -102,32 +100,10 @@ def world_key(runner_cmd: str, hermes_mode: str, spec: str, options: dict[str, A
     return repr((runner_cmd, hermes_mode, spec, opts))
 
 
-def share_order(items: list[_T], key: Callable[[_T], str | None], workers: int = 1) -> list[_T]:
-    """The run order that lets kept worlds serve long runs of cases: ``workers`` blocks (xdist
-    hands each worker one contiguous block first, and a worker that runs dry steals the tail
-    of another's), each block the cases that never share first, then those that may, grouped by
-    world ``key`` (None: never shares); collection order within a group. The same on every
-    worker (xdist requires one collection)."""
-    other = [it for it in items if key(it) is None]
-    keys: dict[str, int] = {}
-    for it in items:
-        k = key(it)
-        if k is not None:
-            keys.setdefault(k, len(keys))
-    plain = sorted((it for it in items if key(it) is not None), key=lambda it: keys[str(key(it))])
-    n = max(1, workers)
-    out: list[_T] = []
-    for i in range(n):
-        out += other[i * len(other) // n:(i + 1) * len(other) // n]
-        out += plain[i * len(plain) // n:(i + 1) * len(plain) // n]
-    return out
-
-
 def mark(world: Any) -> Mark:
     runs = len(world.runner.runs) if world.runner is not None else 0
-    return Mark(runs=runs, epoch=world.cp.epoch(world.runner_id),
-                store_writes=world.cp.store.writes, pauses=len(world.hermes.core.pauses),
-                knobs=knobs(world))
+    return Mark(runs=runs,
+                store_writes=world.cp.store.writes, knobs=knobs(world))
 
 
 Check = Callable[[Any, Mark], bool]
@@ -142,7 +118,6 @@ GATES: tuple[tuple[str, str, Check], ...] = (
     ("plain-clock", "the runner runs under faketime",
      lambda w, m: not w.runner.clock_offset),
     ("online", "the runner is not online", lambda w, m: w.cp.is_online(w.runner_id)),
-    ("same-epoch", "the runner's epoch changed", lambda w, m: w.cp.epoch(w.runner_id) == m.epoch),
     ("no-queue", "a command is still queued or in flight",
      lambda w, m: not w.cp.queued(w.runner_id)),
     ("no-channel", "a gateway channel is open", lambda w, m: not w.cp.channels(w.runner_id)),
@@ -156,8 +131,8 @@ GATES: tuple[tuple[str, str, Check], ...] = (
      lambda w, m: w.cp.store.writes == m.store_writes),
     ("same-knobs", "the case turned a setting of Hermes or the control plane",
      _same_knobs),
-    ("no-pause", "the case armed a Hermes pause point",
-     lambda w, m: len(w.hermes.core.pauses) == m.pauses),
+    ("no-pause", "Hermes is held at a pause point",
+     lambda w, m: not w.hermes.core.pauses.holding()),
     ("no-socket", "a Hermes WebSocket is open", lambda w, m: not w.hermes.core.conns),
     ("no-turn", "a Hermes turn is running",
      lambda w, m: not any(s.running for s in w.hermes.core.live.values())
@@ -192,6 +167,8 @@ async def _tidy(world: Any) -> str | None:
     """Close the channels the case left open; a refusal when that does not settle."""
     if not world.runner.running or not world.cp.is_online(world.runner_id):
         return None  # the gates say why
+    # a pause point never reached holds nothing: disarmed first, so closing cannot reach it
+    world.hermes.core.pauses.disarm_unreached()
     for ch in list(world.cp.channels(world.runner_id).values()):
         try:
             await asyncio.wait_for(world.cp.close_channel(ch), IDLE_TIMEOUT)

@@ -50,3 +50,17 @@ def any_hermes(fn: F) -> F:
 
 def runs_on_any_hermes(item: pytest.Item) -> bool:
     return item.get_closest_marker(ANY_HERMES) is not None
+
+
+#: A case that runs for many seconds (a fault-matrix row enumerating its cells, a property
+#: family): under xdist it is started first, one per worker (:mod:`conformance.run_order`).
+LONG = "conformance_long"
+
+
+def long_case(fn: F) -> F:
+    """Mark a case as long-running, so a parallel run starts it first."""
+    return getattr(pytest.mark, LONG)(fn)  # type: ignore[no-any-return]
+
+
+def is_long(item: pytest.Item) -> bool:
+    return item.get_closest_marker(LONG) is not None

@@ -38,9 +38,10 @@ from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .catalogue import PROFILES, Case, Catalogue
 from .judge import STATE, CaseState, judge_phase, load_object, merge
-from .kept_worlds import KEEPABLE_WORLD, share_order, shares_world, world_key
-from .marks import ANY_HERMES, MARK, case_mark, runs_on_any_hermes
+from .kept_worlds import KEEPABLE_WORLD, shares_world, world_key
+from .marks import ANY_HERMES, LONG, MARK, case_mark, is_long, runs_on_any_hermes
 from .results import CaseResult, RunResults, combine, dump, redact
+from .run_order import case_order
 from .verdict import CaseFailed
 
 DEFAULT_CATALOGUE = "conformance.catalogue:CATALOGUE"
@@ -189,14 +190,15 @@ class Conformance:
             keep.append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-        if (not config.getoption("conformance_fresh_worlds", False)
-                and self.world_spec == KEEPABLE_WORLD and str(config.option.hermes) == "scripted"):
-            workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-            # only the cases move, among the places cases had: other tests keep their order
-            at = [i for i, it in enumerate(keep) if STATE in it.stash]
-            for i, it in zip(at, share_order([keep[i] for i in at], self._share_key, workers),
-                             strict=True):
-                keep[i] = it
+        keeping = (not config.getoption("conformance_fresh_worlds", False)
+                   and self.world_spec == KEEPABLE_WORLD and str(config.option.hermes) == "scripted")
+        workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+        key = self._share_key if keeping else (lambda item: None)
+        # only the cases move, among the places cases had: other tests keep their order
+        at = [i for i, it in enumerate(keep) if STATE in it.stash]
+        for i, it in zip(at, case_order([keep[i] for i in at], key, workers, long=is_long),
+                         strict=True):
+            keep[i] = it
         items[:] = keep
 
     def _share_key(self, item: pytest.Item) -> str | None:
@@ -301,6 +303,7 @@ class Conformance:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(case_id, **world_options): a conformance case")
     config.addinivalue_line("markers", f"{ANY_HERMES}: a case that also runs on a real Hermes")
+    config.addinivalue_line("markers", f"{LONG}: a long case, started first under xdist")
     hypothesis_profiles.register(Path(config.option.conformance_out) if config.option.conformance_out else None)
     plugin = Conformance(config)
     config.pluginmanager.register(plugin, "conformance-session")

@@ -8,7 +8,7 @@ import pytest
 from conformance.faults_matrix import CellFailed, cells, run_cell
 from conformance.judge import attach
 from conformance.machines import shared
-from conformance.marks import case
+from conformance.marks import case, long_case
 from conformance.rows.faults import ROW_OF
 from conformance.verdict import CaseFailed
 
@@ -46,11 +46,13 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
 
 
 @case("FLT-001")
+@long_case
 def test_kill_at_each_step(request: pytest.FixtureRequest, runner_cmd: str) -> None:
     _run(request, "FLT-001", runner_cmd)
 
 
 @case("FLT-002")
+@long_case
 def test_server_restart_at_each_step(request: pytest.FixtureRequest, runner_cmd: str) -> None:
     _run(request, "FLT-002", runner_cmd)
 

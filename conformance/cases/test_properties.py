@@ -11,7 +11,7 @@ from conformance.judge import attach
 from conformance.machines import shared
 from conformance.machines.families import MACHINES
 from conformance.machines.run import MachineFailed, run_machine
-from conformance.marks import case
+from conformance.marks import case, long_case
 from conformance.rows.properties import MACHINE_OF
 from conformance.verdict import CaseFailed
 
@@ -51,17 +51,20 @@ def test_dedupe_machine(request: pytest.FixtureRequest, runner_cmd: str, case_se
 
 
 @case("PROP-003")
+@long_case
 def test_receipts_machine(request: pytest.FixtureRequest, runner_cmd: str, case_seed: int) -> None:
     _run(request, "PROP-003", runner_cmd, case_seed)
 
 
 @case("PROP-004")
+@long_case
 def test_generations_machine(request: pytest.FixtureRequest, runner_cmd: str,
                              case_seed: int) -> None:
     _run(request, "PROP-004", runner_cmd, case_seed)
 
 
 @case("PROP-005")
+@long_case
 def test_reconnection_machine(request: pytest.FixtureRequest, runner_cmd: str,
                               case_seed: int) -> None:
     _run(request, "PROP-005", runner_cmd, case_seed)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conformance import kept_worlds as kw
+from fixtures.hermes.pauses import Moment, PauseRegistry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,15 +34,6 @@ def test_keys_separate_options_and_ignore_fresh() -> None:
     assert a != kw.world_key("other", "scripted", kw.KEEPABLE_WORLD, {})
 
 
-def test_share_order_blocks_per_worker() -> None:
-    items = ["o1", "p1a", "o2", "p2b", "p3a", "o3", "p4a", "p5b"]
-    key = {"p1a": "a", "p3a": "a", "p4a": "a", "p2b": "b", "p5b": "b"}.get
-    assert kw.share_order(items, key, 1) == ["o1", "o2", "o3", "p1a", "p3a", "p4a", "p2b", "p5b"]
-    two = kw.share_order(items, key, 2)
-    assert two == ["o1", "p1a", "p3a", "o2", "o3", "p4a", "p2b", "p5b"]
-    assert sorted(two) == sorted(items)
-
-
 class _Faults:
     def __init__(self) -> None:
         self.armed: dict[str, list[Any]] = {}
@@ -59,11 +51,16 @@ def _world() -> Any:
         hub=SimpleNamespace(), timings=SimpleNamespace(poll_hold=2.0), limits=SimpleNamespace(),
         is_online=lambda rid: True, epoch=lambda rid: "e1", queued=lambda rid: [],
         channels=lambda rid: {}, leases=lambda rid: {})
-    core = SimpleNamespace(pauses=[], conns=set(), live={}, tasks=set())
+    core = SimpleNamespace(pauses=PauseRegistry(), conns=set(), live={}, tasks=set())
     hermes = SimpleNamespace(core=core, bridge=SimpleNamespace(fail_bind=None),
                              ws=SimpleNamespace(), script=SimpleNamespace(),
                              effects=SimpleNamespace(), password=None)
     return SimpleNamespace(runner=runner, cp=cp, hermes=hermes, runner_id="r1")
+
+
+def _held_at_a_pause(w: Any) -> None:
+    """Hermes reached a pause point the case armed, and nobody released it."""
+    w.hermes.core.pauses.add("before session.create").trigger(Moment("before", "session.create"))
 
 
 DISTURBANCES = {
@@ -71,7 +68,6 @@ DISTURBANCES = {
     "same-process": lambda w: w.runner.runs.append(object()),
     "plain-clock": lambda w: setattr(w.runner, "clock_offset", 30.0),
     "online": lambda w: setattr(w.cp, "is_online", lambda rid: False),
-    "same-epoch": lambda w: setattr(w.cp, "epoch", lambda rid: "e2"),
     "no-queue": lambda w: setattr(w.cp, "queued", lambda rid: ["cmd"]),
     "no-channel": lambda w: setattr(w.cp, "channels", lambda rid: {"c": object()}),
     "no-lease": lambda w: setattr(w.cp, "leases", lambda rid: {"l": object()}),
@@ -79,7 +75,7 @@ DISTURBANCES = {
     "no-fault": lambda w: w.cp.faults.armed.setdefault("poll", []).append(SimpleNamespace(n=1)),
     "store-untouched": lambda w: setattr(w.cp.store, "writes", 4),
     "same-knobs": lambda w: setattr(w.hermes.bridge, "fail_bind", 500),
-    "no-pause": lambda w: w.hermes.core.pauses.append(object()),
+    "no-pause": _held_at_a_pause,
     "no-socket": lambda w: w.hermes.core.conns.add("ws1"),
     "no-turn": lambda w: w.hermes.core.live.update(s=SimpleNamespace(running=True)),
 }
@@ -101,6 +97,25 @@ def test_each_gate_refuses_its_disturbance(gate: str) -> None:
     DISTURBANCES[gate](w)
     why = kw.refusal(w, begun)
     assert why is not None and why.startswith(gate + ":"), why
+
+
+async def test_a_pause_point_never_reached_is_disarmed_and_a_released_one_is_kept() -> None:
+    w = _world()
+    begun = kw.mark(w)
+    pauses = w.hermes.core.pauses
+    never = pauses.add("before prompt.submit")
+    passed = pauses.add("after session.create")
+    passed.trigger(Moment("after", "session.create"))
+    passed.release()
+    assert (kw.refusal(w, begun) or "").startswith("no-pause:") is False
+    assert await kw._tidy(w) is None
+    assert never.released and not never.reached_once
+    assert pauses.check(Moment("before", "prompt.submit")) is None  # it can no longer hold
+    assert kw.refusal(w, begun) is None
+    held = pauses.add("before session.resume")
+    held.trigger(Moment("before", "session.resume"))
+    assert await kw._tidy(w) is None and not held.released  # a held one is left to the gate
+    assert (kw.refusal(w, begun) or "").startswith("no-pause:")
 
 
 def test_a_patched_method_counts_as_a_turned_knob() -> None:
