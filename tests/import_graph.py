@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,12 @@ def _dynamic_import(func: ast.expr) -> bool:
 
 def import_sites(src: Source) -> list[ImportSite]:
     """Every import statement or constant dynamic import of ``src``, in source order."""
+    return list(_import_sites(src))
+
+
+@functools.cache
+def _import_sites(src: Source) -> tuple[ImportSite, ...]:
+    """(Parsed once per source text: several tests read the same trees.)"""
     found: list[ImportSite] = []
     for node in ast.walk(ast.parse(src.text)):
         if isinstance(node, ast.Import):
@@ -86,7 +93,7 @@ def import_sites(src: Source) -> list[ImportSite]:
               and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
               and _dynamic_import(node.func)):
             found.append(ImportSite(node.lineno, node.args[0].value, (), 0))
-    return sorted(found, key=lambda s: s.line)
+    return tuple(sorted(found, key=lambda s: s.line))
 
 
 def imports_of(src: Source, known: Iterable[str] = ()) -> frozenset[str]:

@@ -41,7 +41,8 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
            seconds=round(rig.stats.seconds, 3))
     if failed:
         raise CaseFailed(f"every {row} cell holds ({len(done) + len(failed)} cells)",
-                         f"{len(failed)} cell(s) failed: {', '.join(c for c, _ in failed)}",
+                         f"{len(failed)} cell(s) failed: {', '.join(c for c, _ in failed)}"
+                         f" (first: {failed[0][1][:160]})",
                          [f"{c}: {m}" for c, m in failed] + [f"replay: {replay}"])
 
 
