@@ -10,8 +10,9 @@ Tests do not set ``max_examples``, ``derandomize`` or ``database`` inline.
 Bytecode: pytest keeps each module it rewrites for assertions as a ``.pyc`` beside the source,
 unless bytecode writing is off. Machines that set ``PYTHONDONTWRITEBYTECODE`` (ours do) made
 every xdist worker rewrite every test module again on every run: about 6 s of each worker's
-10 s collection. The repository's own bytecode is written anyway (``scripts/setup.sh`` compiles
-it), so the test run writes pytest's too; the processes it starts keep the environment's choice.
+10 s collection, and every pytest or certify session a test starts in a subprocess did the same
+for the plugins it loads. The repository's own bytecode is written anyway (``scripts/setup.sh``
+compiles it), so the test run writes pytest's too, and so do the processes it starts.
 """
 
 from __future__ import annotations
@@ -31,3 +32,4 @@ settings.register_profile("thorough", max_examples=1000, derandomize=False, dead
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 sys.dont_write_bytecode = False  # see "Bytecode" above
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

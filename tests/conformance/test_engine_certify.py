@@ -1,6 +1,8 @@
-"""``python -m conformance certify`` end to end on the in-test project (a subprocess, as a vendor
-runs it): exit codes, the bundle (results.json against its schema, junit, report.html,
-certificate, badge), several runners side by side, and the bad invocations that exit 2."""
+"""``python -m conformance certify`` end to end on the in-test project: exit codes, the bundle
+(results.json against its schema, junit, report.html, certificate, badge), several runners side
+by side, and the bad invocations that exit 2. The bundle, the parallel run and a bad invocation
+run as a subprocess, as a vendor runs certify; the other runs call ``certify.main`` in this
+process (``pytester`` keeps their imports from leaking into later tests)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from conformance import certify
 from conformance.results import validate
 
 from .engine_sample import CASES, CATALOGUE, SECRET, WORLD
+
+pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = f"{sys.executable} -c pass --config {{config}}"
@@ -37,6 +41,18 @@ def certify_proc(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
             "--catalogue", "samplecat:CAT", "--world", "sampleworld:open_world", "--no-progress",
             *args]
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def certify_here(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+                 *args: str) -> tuple[int, str]:
+    """``certify.main`` in this process, in the project ``pytester`` made: (exit code, stdout)."""
+    project(pytester.path)
+    pytester.syspathinsert()
+    pytester.chdir()
+    capsys.readouterr()
+    code = certify.main(["--suite", "test_cases.py", "--catalogue", "samplecat:CAT",
+                         "--world", "sampleworld:open_world", "--no-progress", *args])
+    return code, capsys.readouterr().out
 
 
 @pytest.fixture(scope="module")
@@ -136,24 +152,25 @@ def test_passing_or_baselined_musts_exit_0(tmp_path: Path) -> None:
     assert json.loads((cwd / "out" / "certificate.json").read_text())["verdict"] == "pass"
 
 
-def test_a_stale_baseline_entry_fails_the_run(tmp_path: Path) -> None:
-    cwd = project(tmp_path)
-    (cwd / "b.txt").write_text("GEN-001\n")
-    proc = certify_proc(cwd, "--runner-cmd", RUNNER, "--cases", "GEN-001", "--baseline", "b.txt",
-                        "--out", "out")
-    assert proc.returncode == 1
-    assert "STALE" in proc.stdout
+def test_a_stale_baseline_entry_fails_the_run(pytester: pytest.Pytester,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    (pytester.path / "b.txt").write_text("GEN-001\n")
+    code, out = certify_here(pytester, capsys, "--runner-cmd", RUNNER, "--cases", "GEN-001",
+                             "--baseline", "b.txt", "--out", "out")
+    assert code == 1
+    assert "STALE" in out
 
 
-def test_several_runners_side_by_side(tmp_path: Path) -> None:
-    cwd = project(tmp_path)
+def test_several_runners_side_by_side(pytester: pytest.Pytester,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
     other = f"{sys.executable} -c 'print(1)' --config {{config}}"
-    proc = certify_proc(cwd, "--runner-cmd", RUNNER, "--runner-cmd", other, "--cases",
-                        "GEN-00*", "--out", "out")
-    assert proc.returncode == 1
-    matrix = (cwd / "out" / "matrix.md").read_text()
+    code, _ = certify_here(pytester, capsys, "--runner-cmd", RUNNER, "--runner-cmd", other,
+                           "--cases", "GEN-00*", "--out", "out")
+    assert code == 1
+    out = pytester.path / "out"
+    matrix = (out / "matrix.md").read_text()
     assert "| GEN-001 | pass | pass |" in matrix and "| GEN-002 | fail | fail |" in matrix
-    assert len([p for p in (cwd / "out").iterdir() if p.is_dir()]) == 2
+    assert len([p for p in out.iterdir() if p.is_dir()]) == 2
 
 
 @pytest.mark.parametrize(
