@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from conformance.certify import WORKERS_PER_CORE
 from conformance.worlds import open_world
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runner-cmd", default=DEFAULT_CMD)
     ap.add_argument("--profile", default="core")
-    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
-                    help="certify's -j (default: the core count, as certify's own default)")
+    ap.add_argument("-j", "--jobs", type=int, default=(os.cpu_count() or 1) * WORKERS_PER_CORE,
+                    help="certify's -j (default: certify's own for a whole profile, "
+                         f"{WORKERS_PER_CORE} per core)")
     ap.add_argument("--starts", type=int, default=5)
     args = ap.parse_args(argv)
 
