@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from .catalogue import PROFILE_FEATURES, Case
 from .judge import STATE, load_object
-from .kept_worlds import KEEPABLE_WORLD, Kept, Pool, begin_case, shares_world, world_key
+from .kept_worlds import Kept, Pool, begin_case, keeps_worlds, shares_world, world_key
 from .results import redact
 from .verdict import CaseFailed
 
@@ -57,7 +57,10 @@ def case_row(request: pytest.FixtureRequest) -> Case | None:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def conformance_kept_worlds(request: pytest.FixtureRequest) -> AsyncIterator[Pool]:
     """This worker's kept world (:mod:`conformance.kept_worlds`), closed at the session's end."""
-    pool = Pool(enabled=not request.config.getoption("conformance_fresh_worlds", False))
+    config = request.config
+    pool = Pool(enabled=keeps_worlds(
+        fresh_worlds=config.getoption("conformance_fresh_worlds", False),
+        spec=_session(config).world_spec, hermes_mode=str(config.option.hermes)))
     yield pool
     await pool.close()
 
@@ -80,8 +83,7 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     key = world_key(runner_cmd, hermes_mode, spec, options)
     open_world = load_object(spec)
     pool = conformance_kept_worlds
-    if (state is None or not shares or hermes_mode != "scripted" or spec != KEEPABLE_WORLD
-            or not pool.enabled):
+    if state is None or not shares or not pool.enabled:
         await pool.close()  # a case on a fresh world runs beside nothing else of this worker
         async with open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
                               **options) as w:

@@ -16,6 +16,7 @@ Rules of this module:
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterable, Iterator
 
@@ -131,6 +132,20 @@ class Catalogue:
     def in_profile(self, profile: str) -> list[Case]:
         features = PROFILES[profile]
         return [row for row in self.rows if row.feature in features]
+
+    def selection(self, profile: str, patterns: list[str]) -> list[Case]:
+        """The rows a run of ``profile`` with ``--cases`` ``patterns`` selects."""
+        return [row for row in self.in_profile(profile) if matches(row.id, patterns)]
+
+
+def case_patterns(text: str | None) -> list[str]:
+    """``--cases "GEN-*,DED-002"`` as its patterns ([]: every case)."""
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def matches(case_id: str, patterns: list[str]) -> bool:
+    """Whether ``case_id`` is selected by ``patterns`` (shell-style; [] selects every case)."""
+    return not patterns or any(fnmatch.fnmatchcase(case_id, p) for p in patterns)
 
 
 # The rows live in conformance/rows/<family>.py, beside their tests in conformance/cases/.

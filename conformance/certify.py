@@ -13,7 +13,6 @@ Exit codes: 0 every applicable MUST passes or is baselined (and no baseline entr
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import os
 import re
@@ -29,9 +28,8 @@ import pytest
 
 from .baseline import BaselineError
 from .baseline import load as load_baseline
-from .catalogue import CATALOGUE, PROFILES, Catalogue
-from .judge import load_object
-from .plugin import DEFAULT_RUNNER_CMD
+from .catalogue import CATALOGUE, PROFILES, case_patterns
+from .plugin import DEFAULT_RUNNER_CMD, load_catalogue
 from .results import ResultsError, RunResults
 from .results import load as load_results
 
@@ -133,24 +131,12 @@ def default_jobs(args: argparse.Namespace, cores: int | None = None) -> int:
     cap: the session reports the error)."""
     cores = max(1, cores if cores is not None else (os.cpu_count() or 1))
     workers = cores * WORKERS_PER_CORE
-    catalogue = selection_catalogue(args)
-    if catalogue is None:
-        return workers
-    patterns = [p.strip() for p in (args.cases or "").split(",") if p.strip()]
-    selected = [row for row in catalogue.in_profile(args.profile)
-                if not patterns or any(fnmatch.fnmatchcase(row.id, p) for p in patterns)]
-    return max(1, min(workers, len(selected) // CASES_PER_WORKER))
-
-
-def selection_catalogue(args: argparse.Namespace) -> Catalogue | None:
-    """The catalogue the session will select from (a suite's cases are catalogued in it)."""
-    if not args.catalogue:
-        return CATALOGUE
-    try:
-        found = load_object(args.catalogue)
+    try:  # the catalogue the session selects from (a suite's cases are catalogued in it)
+        catalogue = load_catalogue(args.catalogue) if args.catalogue else CATALOGUE
     except Exception:  # noqa: BLE001 - the session itself reports an unloadable catalogue
-        return None
-    return found if isinstance(found, Catalogue) else None
+        return workers
+    selected = catalogue.selection(args.profile, case_patterns(args.cases))
+    return max(1, min(workers, len(selected) // CASES_PER_WORKER))
 
 
 def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> list[str]:

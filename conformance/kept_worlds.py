@@ -3,21 +3,23 @@ idle world.
 
 Rules:
 - A case borrows only a world kept for the **same world options** (and runner command, Hermes,
-  world factory), and only when the run keeps worlds (``--conformance-fresh-worlds`` turns it
-  off). A case with ``start_runner=False`` or ``manual_clock=True`` (:data:`UNSHARED`), or
+  world factory), and only when the run keeps worlds (:func:`keeps_worlds`: not under
+  ``--conformance-fresh-worlds``; the default world factory and the scripted Hermes only). A case with ``start_runner=False`` or ``manual_clock=True`` (:data:`UNSHARED`), or
   marked ``fresh=True``, always gets a fresh world, as before.
 - A world is kept after a case only when the case **passed** and every row of :data:`GATES`
   holds: the same runner process, online with a poll parked (on whatever epoch the case left:
-  the next case reads the current one); nothing in
-  flight on either side (no queued command, channel, lease, armed fault, no Hermes held at a
-  pause point, no open Hermes socket or running turn); nothing written to the store; no fault injected and no server
-  error answered during the case (a runner's reaction to one — a reconnect after its pause — may
-  come after the case ended). A world that fails one is closed
-  (the case's ``data.world_after`` names the refusal) and the next case opens a fresh one — so a broken or disturbed world never reaches another case.
+  the next case reads the current one); nothing in flight on either side (no queued command,
+  channel, lease or armed fault, Hermes not held at a pause point, no open Hermes socket or
+  running turn); nothing written to the store; no fault injected and no server error answered
+  during the case (a runner's reaction to one — a reconnect after its pause — may come after
+  the case ended). A world that fails one is closed (the case's ``data.world_after`` names the
+  refusal) and the next case opens a fresh one — so a broken or disturbed world never reaches
+  another case.
 - Handing a kept world to the next case forgets what the last one saw: the control plane's
-  history (all but the exchange still open: the held poll, whose answer is the case's) and lifecycle log and the scripted Hermes' effect log are cleared (``seq`` keeps
-  counting). The runner's ledger and Hermes' idle stored sessions stay: they are what a runner
-  that has served earlier commands has, which the protocol allows.
+  history (all but the exchange still open: the held poll, whose answer is the case's) and
+  lifecycle log and the scripted Hermes' effect log are cleared (``seq`` keeps counting). The
+  runner's ledger and Hermes' idle stored sessions stay: they are what a runner that has served
+  earlier commands has, which the protocol allows.
 - A pause point the case armed and Hermes never reached is disarmed (it holds nothing), and a
   channel the case left open is closed (``gateway.close``) before the gates are read, and the
   runner goes once round its poll loop (the held poll answered empty, the next one parked), so a
@@ -88,6 +90,12 @@ KEEPABLE_WORLD = "conformance.worlds:open_world"
 UNSHARED = {"start_runner": False, "manual_clock": True}
 
 
+def keeps_worlds(*, fresh_worlds: bool, spec: str, hermes_mode: str) -> bool:
+    """Whether a run keeps worlds at all: not under ``--conformance-fresh-worlds``, only for the
+    default world factory and the scripted Hermes."""
+    return not fresh_worlds and spec == KEEPABLE_WORLD and hermes_mode == "scripted"
+
+
 def shares_world(options: dict[str, Any]) -> bool:
     """Whether a case with these world options may borrow a kept world (of the same options)."""
     return not options.get("fresh") and not any(
@@ -102,8 +110,7 @@ def world_key(runner_cmd: str, hermes_mode: str, spec: str, options: dict[str, A
 
 def mark(world: Any) -> Mark:
     runs = len(world.runner.runs) if world.runner is not None else 0
-    return Mark(runs=runs,
-                store_writes=world.cp.store.writes, knobs=knobs(world))
+    return Mark(runs=runs, store_writes=world.cp.store.writes, knobs=knobs(world))
 
 
 Check = Callable[[Any, Mark], bool]

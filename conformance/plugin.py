@@ -21,7 +21,6 @@ Rules of this module:
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import shlex
 import sys
@@ -36,9 +35,9 @@ import pytest
 from . import casefixtures, hypothesis_profiles
 from .baseline import BaselineError
 from .baseline import load as load_baseline
-from .catalogue import PROFILES, Case, Catalogue
+from .catalogue import PROFILES, Case, Catalogue, case_patterns, matches
 from .judge import STATE, CaseState, judge_phase, load_object, merge
-from .kept_worlds import KEEPABLE_WORLD, shares_world, world_key
+from .kept_worlds import KEEPABLE_WORLD, keeps_worlds, shares_world, world_key
 from .marks import ANY_HERMES, LONG, MARK, case_mark, is_long, runs_on_any_hermes
 from .results import CaseResult, RunResults, combine, dump, redact
 from .run_order import case_order
@@ -85,6 +84,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("conformance_world", "world factory as MODULE:ATTR", default=DEFAULT_WORLD)
 
 
+def load_catalogue(spec: str) -> Catalogue:
+    """The catalogue ``MODULE:ATTR`` names (TypeError when it is not one)."""
+    found = load_object(spec)
+    if not isinstance(found, Catalogue):
+        raise TypeError(f"{spec} is not a Catalogue")
+    return found
+
+
 class Conformance:
     """Per-session state (registered as the ``conformance-session`` plugin)."""
 
@@ -92,14 +99,14 @@ class Conformance:
         opt = config.option
         self.config = config
         spec = opt.conformance_catalogue or config.getini("conformance_catalogue")
-        cat = load_object(spec)
-        if not isinstance(cat, Catalogue):
-            raise pytest.UsageError(f"--conformance-catalogue {spec} is not a Catalogue")
-        self.catalogue: Catalogue = cat
+        try:
+            self.catalogue: Catalogue = load_catalogue(spec)
+        except TypeError as exc:
+            raise pytest.UsageError(f"--conformance-catalogue {exc}") from None
         self.world_spec: str = opt.conformance_world or config.getini("conformance_world")
         self.runner_cmd: str = opt.runner_cmd or DEFAULT_RUNNER_CMD
         self.profile: str = opt.conformance_profile
-        self.patterns = [p.strip() for p in (opt.conformance_cases or "").split(",") if p.strip()]
+        self.patterns = case_patterns(opt.conformance_cases)
         self.baseline_path: str | None = opt.conformance_baseline
         try:
             self.baseline = load_baseline(self.baseline_path) if self.baseline_path else frozenset()
@@ -136,7 +143,7 @@ class Conformance:
                 f"--profile {self.profile} --cases {case_id} --seed {self.seed}{hermes}")
 
     def selected(self, row: Case | None, case_id: str) -> bool:
-        if self.patterns and not any(fnmatch.fnmatchcase(case_id, p) for p in self.patterns):
+        if not matches(case_id, self.patterns):
             return False
         return row is None or row.feature in PROFILES[self.profile]
 
@@ -190,8 +197,8 @@ class Conformance:
             keep.append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-        keeping = (not config.getoption("conformance_fresh_worlds", False)
-                   and self.world_spec == KEEPABLE_WORLD and str(config.option.hermes) == "scripted")
+        keeping = keeps_worlds(fresh_worlds=config.getoption("conformance_fresh_worlds", False),
+                               spec=self.world_spec, hermes_mode=self.hermes)
         workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
         key = self._share_key if keeping else (lambda item: None)
         # only the cases move, among the places cases had: other tests keep their order
