@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, multiple, precondition, rule
 
+from ..checks import Violation
 from ..checks.render import render
 from . import actions
 from .rig import Rig
@@ -73,8 +74,31 @@ class WorldMachine(RuleBasedStateMachine):
         rig.settle()
         found = rig.violations()
         if found:
-            rig.last_violation = found[0]
-            raise AssertionError(render(found[0], seed=self.seed, replay=self.replay_cmd))
+            raise ViolationFound(render(found[0], seed=self.seed, replay=self.replay_cmd),
+                                 found[0])
+
+
+class ViolationFound(AssertionError):
+    """An example's teardown found a violation; it travels with the error Hypothesis reports, so
+    the violation and the text quoted for it are always of the same example."""
+
+    def __init__(self, message: str, violation: Violation) -> None:
+        super().__init__(message)
+        self.violation = violation
+
+
+def violation_of(failure: BaseException | None) -> Violation | None:
+    """The violation behind ``failure``: itself, its cause, or (Hypothesis groups a flaky or a
+    multiple failure) the first of its sub-exceptions that carries one."""
+    if failure is None:
+        return None
+    if isinstance(failure, ViolationFound):
+        return failure.violation
+    if isinstance(failure, BaseExceptionGroup):
+        for sub in failure.exceptions:
+            if (found := violation_of(sub)) is not None:
+                return found
+    return violation_of(failure.__cause__)
 
 
 class Dedupe(WorldMachine):

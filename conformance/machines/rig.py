@@ -75,7 +75,6 @@ class Rig:
         self.since = 0
         self.harness: list[Fact] = []
         self.stats = Stats()
-        self.last_violation: Violation | None = None
         self.runner_offset = 0.0  # the faketime offset of the runner's current run
         self.accounts: list[str] = []  # accounts a machine made on this control plane
         self._names = itertools.count(1)
@@ -95,7 +94,6 @@ class Rig:
     def new_run(self) -> None:
         """Fresh counters for a machine run on a rig kept from an earlier one (.shared)."""
         self.stats = Stats()
-        self.last_violation = None
         self._t0 = time.perf_counter()
 
     def lap(self) -> Stats:

@@ -19,7 +19,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from ..checks import Violation
 from ..hypothesis_profiles import current, machine_settings
 from . import shared
-from .base import WorldMachine
+from .base import WorldMachine, violation_of
 from .rig import Rig
 
 
@@ -59,7 +59,7 @@ def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
     stats = {"family": cls.family, "profile": current(), "seed": seed, **rig.stats.as_dict()}
     if failure is not None:
         raise MachineFailed(f"{cls.family}: {failure}\nsteps (shrunk by Hypothesis, or the pin):\n"
-                            f"{steps}\nseed: {seed}\nreplay: {replay}", rig.last_violation,
+                            f"{steps}\nseed: {seed}\nreplay: {replay}", violation_of(failure),
                             stats) from failure
     return stats
 

@@ -64,3 +64,22 @@ def test_plugin_registers_the_profiles() -> None:
     # the plugin is loaded in this session (pytest11 / conftest): the profiles exist
     assert settings.get_profile("conformance-ci").stateful_step_count == \
         hypothesis_profiles.PROFILES["ci"][1]
+
+
+def test_the_reported_failure_carries_its_own_violation() -> None:
+    """A flaky or multiple failure (an exception group) or a pin's wrapped error gives the
+    violation of the example it reports, not of whichever example failed last."""
+    from conformance.checks.proof import Violation
+    from conformance.machines.base import ViolationFound, violation_of
+
+    first = Violation("INV-1", "at most one Hermes effect per command id", ())
+    later = Violation("INV-6", "a redelivery gets the same answer", ())
+    reported = ViolationFound("INV-1 violated", first)
+    assert violation_of(reported) is first
+    group = BaseExceptionGroup("flaky", [ValueError("other"), reported,
+                                         ViolationFound("INV-6 violated", later)])
+    assert violation_of(group) is first
+    wrapped = AssertionError("pinned story failed")
+    wrapped.__cause__ = reported
+    assert violation_of(wrapped) is first
+    assert violation_of(ValueError("no checker")) is None and violation_of(None) is None
