@@ -13,10 +13,17 @@ every xdist worker rewrite every test module again on every run: about 6 s of ea
 10 s collection, and every pytest or certify session a test starts in a subprocess did the same
 for the plugins it loads. The repository's own bytecode is written anyway (``scripts/setup.sh``
 compiles it), so the test run writes pytest's too, and so do the processes it starts.
+
+Garbage collection: everything alive once collection is done (the imported packages, the
+collected items, Hypothesis' strategies) lives until the session ends, yet every full
+collection walked it again: about 4 s of each xdist worker's CPU, a twelfth of the run. It is
+moved to the permanent generation (``gc.freeze``) when collection finishes, so a collection
+walks only what the tests themselves create.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -33,3 +40,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 sys.dont_write_bytecode = False  # see "Bytecode" above
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def pytest_collection_finish() -> None:
+    gc.collect()
+    gc.freeze()  # see "Garbage collection" above

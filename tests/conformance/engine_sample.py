@@ -97,6 +97,11 @@ def make_project(pytester: pytest.Pytester, cases: str = CASES) -> None:
     pytester.syspathinsert()
 
 
+# The plugins pyproject's addopts leaves out (a session pytester starts does not read it).
+UNUSED_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:respx",
+                  "-p", "no:anyio")
+
+
 def engine_args(*extra: str) -> list[str]:
     return ["-p", "conformance.plugin", "--conformance-catalogue", "samplecat:CAT",
-            "--conformance-world", "sampleworld:open_world", "-p", "no:cacheprovider", *extra]
+            "--conformance-world", "sampleworld:open_world", *UNUSED_PLUGINS, *extra]

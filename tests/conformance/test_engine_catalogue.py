@@ -12,6 +12,8 @@ from conformance.casedoc import DOC, markdown
 from conformance.catalogue import CATALOGUE, Case, Catalogue, CatalogueError
 from conformance.marks import case_mark
 
+from .engine_sample import UNUSED_PLUGINS
+
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +61,7 @@ def test_every_catalogued_case_has_a_test_and_every_case_test_a_row(
     pytester: pytest.Pytester,
 ) -> None:
     items, _ = pytester.inline_genitems("--pyargs", "conformance.cases", "-p", "conformance.plugin",
-                                        "-p", "no:cacheprovider")
+                                        *UNUSED_PLUGINS)
     bound: dict[str, list[str]] = {}
     for item in items:
         mark = case_mark(item)
@@ -80,7 +82,7 @@ from conformance.marks import case
 def test_orphan():
     pass
 ''')
-    items, _ = pytester.inline_genitems("-p", "conformance.plugin", "-p", "no:cacheprovider")
+    items, _ = pytester.inline_genitems("-p", "conformance.plugin", *UNUSED_PLUGINS)
     ids = {m[0] for m in (case_mark(i) for i in items) if m}
     assert ids - set(CATALOGUE.ids()) == {"GEN-777"}
 

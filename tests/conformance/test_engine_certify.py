@@ -1,8 +1,9 @@
 """``python -m conformance certify`` end to end on the in-test project: exit codes, the bundle
 (results.json against its schema, junit, report.html, certificate, badge), several runners side
-by side, and the bad invocations that exit 2. The bundle, the parallel run and a bad invocation
-run as a subprocess, as a vendor runs certify; the other runs call ``certify.main`` in this
-process (``pytester`` keeps their imports from leaking into later tests)."""
+by side, and the bad invocations that exit 2. The bundle (written from a parallel run, ``-j 2``)
+and a bad invocation run as a subprocess, as a vendor runs certify; the other runs call
+``certify.main`` in this process (``pytester`` keeps their imports from leaking into later
+tests)."""
 
 from __future__ import annotations
 
@@ -59,9 +60,11 @@ def certify_here(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     cwd = project(tmp_path_factory.mktemp("certify"))
     (cwd / "runner.mjs").write_text("// the vendor's runner\n")
+    # Two workers, as certify's default -j gives a vendor: the bundle is written from the
+    # results of a parallel run.
     proc = certify_proc(cwd, "--runner-cmd", RUNNER, "--profile", "all", "--baseline",
                         "baseline.txt", "--runner-file", "runner.mjs", "--out", "out",
-                        "--seed", "42")
+                        "--seed", "42", "-j", "2")
     return proc, cwd / "out"
 
 
@@ -140,12 +143,13 @@ def test_certificate_figures_and_identity(bundle) -> None:
     assert svg.startswith("<svg") and "all MUST 2/6" in svg
 
 
-def test_passing_or_baselined_musts_exit_0(tmp_path: Path) -> None:
-    cwd = project(tmp_path)
-    (cwd / "b.txt").write_text("DED-002\n")
-    proc = certify_proc(cwd, "--runner-cmd", RUNNER, "--cases", "GEN-001,DED-002", "--baseline",
-                        "b.txt", "--out", "out", "-j", "2")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_passing_or_baselined_musts_exit_0(pytester: pytest.Pytester,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    (pytester.path / "b.txt").write_text("DED-002\n")
+    code, out = certify_here(pytester, capsys, "--runner-cmd", RUNNER, "--cases",
+                             "GEN-001,DED-002", "--baseline", "b.txt", "--out", "out")
+    assert code == 0, out
+    cwd = pytester.path
     doc = json.loads((cwd / "out" / "results.json").read_text())
     assert {c["id"]: c["status"] for c in doc["cases"]} == {"GEN-001": "pass",
                                                           "DED-002": "expected-fail"}

@@ -262,8 +262,11 @@ def test_strict_asyncio_mode_works_for_async_cases(pytester: pytest.Pytester) ->
 
 def test_cases_spread_over_xdist_workers(pytester: pytest.Pytester) -> None:
     make_project(pytester)
+    # The session runs in this process; xdist gives its workers this process's sys.path as it
+    # was before pytester's syspathinsert, so they find the project through the ini.
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\npythonpath = .\n")
     pytester.makefile(".txt", baseline="DED-002\nISO-001\n")
-    r = pytester.runpytest_subprocess(
+    r = pytester.runpytest(
         *engine_args("-n", "2", "--conformance-out", "out", "--conformance-baseline",
                      "baseline.txt", "--conformance-seed", "7"))
     doc = json.loads((pytester.path / "out" / "results.json").read_text())
