@@ -5,14 +5,12 @@ certify exits 2 with one line; ``resolve_hermes`` and the world factory's dispat
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conformance import certify
 from conformance.real_world import RealWorld, resolve_hermes
 from conformance.world import World
 from conformance.worlds import open_world
@@ -20,7 +18,6 @@ from conformance.worlds import open_world
 from .engine_sample import engine_args, make_project
 
 pytest_plugins = ["pytester"]
-ROOT = Path(__file__).resolve().parents[2]
 
 CASES = '''
 from conformance.marks import any_hermes, case
@@ -77,15 +74,18 @@ def test_real_without_hermes_makes_every_case_not_applicable(
     assert "hermes-agent not found" in got["GEN-001"]["detail"]
 
 
-def test_certify_without_hermes_exits_2_with_one_line(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "conformance", "certify", "--no-progress", "--hermes",
-            f"real:{tmp_path / 'nowhere'}", "--out", str(tmp_path / "out")]
-    p = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2, p.stderr
-    lines = p.stderr.strip().splitlines()
+def test_certify_without_hermes_exits_2_with_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # certify.main in this process: a bad invocation as a process is test_engine_certify's
+    monkeypatch.chdir(tmp_path)
+    code = certify.main(["--no-progress", "--hermes", f"real:{tmp_path / 'nowhere'}",
+                         "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("certify: error: --hermes real:"), lines
-    assert "hermes-agent not found" in lines[0] and "Traceback" not in p.stderr
+    assert "hermes-agent not found" in lines[0] and "Traceback" not in err
 
 
 def test_resolve_hermes(tmp_path: Path) -> None:

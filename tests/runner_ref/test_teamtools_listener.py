@@ -274,8 +274,9 @@ async def test_idle_keep_alive_connections_are_closed() -> None:
 
 
 async def test_a_body_that_never_arrives_times_out() -> None:
+    # the close waits out the unfinished request for at most `shutdown` (1 s by default)
     listener = LoopbackListener(tools=TOOLS, relay=Relay(), is_active=lambda: True,
-                                timings=ListenerTimings(request=0.2))
+                                timings=ListenerTimings(request=0.2, shutdown=0.1))
     await listener.start()
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
