@@ -24,8 +24,9 @@ class Rig:
     runner: RunnerProcess
 
     async def restart(self, env: dict[str, str] | None = None,
-                      prefix: list[str] | None = None) -> RunnerProcess:
-        self.runner = await RunnerProcess(self.config_path, env=env, prefix=prefix).start()
+                      faketime_offset: float | None = None) -> RunnerProcess:
+        self.runner = await RunnerProcess(self.config_path, env=env,
+                                          faketime_offset=faketime_offset).start()
         await self.runner.wait_output("connected", timeout=15)  # the new instance fenced the old
         return self.runner
 

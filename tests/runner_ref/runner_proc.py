@@ -34,11 +34,12 @@ class RunnerProcess:
     :meth:`start`); the whole process group is killed at :meth:`reap`."""
 
     def __init__(self, config_path: Path | None, *, args: list[str] | None = None,
-                 env: dict[str, str] | None = None, prefix: list[str] | None = None) -> None:
+                 env: dict[str, str] | None = None,
+                 faketime_offset: float | None = None) -> None:
         self.config_path = config_path
         self.args = args if args is not None else ["--config", str(config_path)]
         self.env = scrubbed_env({**FAST_ENV, "PYTHONPATH": str(REPO), **(env or {})})
-        self.prefix = prefix or []
+        self.faketime_offset = faketime_offset  # libfaketime preloaded (Process), no wrapper
         self.launcher = ["-m", "runner_ref"]
         base = (config_path.parent if config_path else Path(os.environ.get("TMPDIR", "/tmp")))
         n = 0
@@ -51,8 +52,9 @@ class RunnerProcess:
         self.process: Process | None = None
 
     async def start(self) -> RunnerProcess:
-        self.process = Process([*self.prefix, sys.executable, *self.launcher, *self.args],
-                               env=self.env, cwd=REPO, tee_dir=self._base, tee_stem=self._stem)
+        self.process = Process([sys.executable, *self.launcher, *self.args],
+                               env=self.env, cwd=REPO, tee_dir=self._base, tee_stem=self._stem,
+                               faketime_offset=self.faketime_offset)
         await self.process.start()
         return self
 
