@@ -19,6 +19,12 @@ collected items, Hypothesis' strategies) lives until the session ends, yet every
 collection walked it again: about 4 s of each xdist worker's CPU, a twelfth of the run. It is
 moved to the permanent generation (``gc.freeze``) when collection finishes, so a collection
 walks only what the tests themselves create.
+
+Distribution: ``-n N`` without ``--dist`` distributes with ``worksteal`` here, not xdist's
+``load``: a worker that runs dry takes half of the other's queue, so a run does not end on one
+worker finishing a batch alone (with ``load``, about 5 s of the house tests' 58 s). An explicit
+``--dist`` wins (the README's full run keeps ``loadgroup``: one real Hermes per module). Set
+here and not in ``addopts``, which would break a run with ``-p no:xdist``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import gc
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
@@ -45,3 +52,10 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 def pytest_collection_finish() -> None:
     gc.collect()
     gc.freeze()  # see "Garbage collection" above
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # see "Distribution" above; "no" is xdist's default, which -n turns into "load"
+    if getattr(config.option, "numprocesses", None) and config.option.dist == "no":
+        config.option.dist = "worksteal"
