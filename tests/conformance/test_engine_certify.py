@@ -78,6 +78,28 @@ def test_failing_must_exits_1_and_writes_the_bundle(bundle) -> None:
     assert "FAIL" in proc.stdout and "GEN-002" in proc.stdout and "seed 42" in proc.stdout
 
 
+def test_the_parallel_run_gives_what_a_serial_run_gives(
+        bundle, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """The bundle's run had two workers: every case has the status and the seed a serial run with
+    the same seed gives it, in the same order, and a failing case keeps its transcript and
+    witness across the worker boundary."""
+    _, out = bundle
+    parallel = json.loads((out / "results.json").read_text())
+    code, _ = certify_here(pytester, capsys, "--runner-cmd", RUNNER, "--profile", "all",
+                           "--baseline", "baseline.txt", "--out", "out", "--seed", "42")
+    serial = json.loads((pytester.path / "out" / "results.json").read_text())
+    assert code == 1
+
+    def cases(doc: dict) -> list[tuple[str, str, int]]:
+        return [(c["id"], c["status"], c["seed"]) for c in doc["cases"]]
+
+    assert cases(parallel) == cases(serial)
+    statuses = {c["id"]: c["status"] for c in parallel["cases"]}
+    assert statuses["DED-002"] == "expected-fail" and statuses["ISO-001"] == "stale"
+    cfg = next(c for c in parallel["cases"] if c["id"] == "CFG-001")
+    assert cfg["status"] == "fail" and cfg["transcript"] and cfg["witness"]
+
+
 def test_results_json_validates_against_the_published_schema(bundle) -> None:
     _, out = bundle
     doc = json.loads((out / "results.json").read_text())

@@ -258,23 +258,3 @@ def test_strict_asyncio_mode_works_for_async_cases(pytester: pytest.Pytester) ->
                       "asyncio_default_fixture_loop_scope = function\n")
     _, doc = run(pytester, "--conformance-cases", "GEN-001")
     assert statuses(doc) == {"GEN-001": "pass"}
-
-
-def test_cases_spread_over_xdist_workers(pytester: pytest.Pytester) -> None:
-    make_project(pytester)
-    # The session runs in this process; xdist gives its workers this process's sys.path as it
-    # was before pytester's syspathinsert, so they find the project through the ini.
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\npythonpath = .\n")
-    pytester.makefile(".txt", baseline="DED-002\nISO-001\n")
-    r = pytester.runpytest(
-        *engine_args("-n", "2", "--conformance-out", "out", "--conformance-baseline",
-                     "baseline.txt", "--conformance-seed", "7"))
-    doc = json.loads((pytester.path / "out" / "results.json").read_text())
-    assert statuses(doc)["DED-002"] == "expected-fail", r.stdout.str()
-    assert statuses(doc)["ISO-001"] == "stale"
-    assert statuses(doc)["CFG-001"] == "fail"
-    cfg = next(c for c in doc["cases"] if c["id"] == "CFG-001")
-    assert cfg["transcript"] and cfg["witness"]
-    _, serial = run(pytester, "--conformance-baseline", "baseline.txt", "--conformance-seed", "7")
-    assert statuses(doc) == statuses(serial)
-    assert [c["seed"] for c in doc["cases"]] == [c["seed"] for c in serial["cases"]]
