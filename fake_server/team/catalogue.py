@@ -16,11 +16,10 @@ Rules:
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
-
-from jsonschema import Draft202012Validator
 
 from . import codes as tc
 from .codes import TeamError
@@ -73,9 +72,17 @@ OPS: tuple[Op, ...] = (
        _schema(["task"], task=_NAME), mutates=False),
 )
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
-_VALIDATORS = {op.name: Draft202012Validator(op.schema) for op in OPS}
-for _v in _VALIDATORS.values():
-    Draft202012Validator.check_schema(_v.schema)
+
+
+@functools.cache
+def _validators() -> dict[str, Any]:
+    """One validator per op, each schema checked first; built at the first relayed call, not at
+    import (jsonschema and the checks are ~0.1 s of every process that imports fake_server)."""
+    from jsonschema import Draft202012Validator
+
+    for op in OPS:
+        Draft202012Validator.check_schema(op.schema)
+    return {op.name: Draft202012Validator(op.schema) for op in OPS}
 
 
 def tool_id(tag: str, op: str) -> str:
@@ -105,6 +112,6 @@ def op_of(tag: str, real_id: str) -> Op:
 
 def validate_arguments(op: str, arguments: Any) -> dict[str, Any]:
     """``arguments`` if they satisfy the op's schema; ``team_invalid_arguments`` otherwise."""
-    if not isinstance(arguments, dict) or not _VALIDATORS[op].is_valid(arguments):
+    if not isinstance(arguments, dict) or not _validators()[op].is_valid(arguments):
         raise TeamError(tc.TEAM_INVALID_ARGUMENTS)
     return arguments
