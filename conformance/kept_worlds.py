@@ -4,8 +4,9 @@ idle world.
 Rules:
 - A case borrows only a world kept for the **same world options** (and runner command, Hermes,
   world factory), and only when the run keeps worlds (:func:`keeps_worlds`: not under
-  ``--conformance-fresh-worlds``; the default world factory and the scripted Hermes only). A case with ``start_runner=False`` or ``manual_clock=True`` (:data:`UNSHARED`), or
-  marked ``fresh=True``, always gets a fresh world, as before.
+  ``--conformance-fresh-worlds``; the default world factory and the scripted Hermes only). A
+  case with ``start_runner=False`` or ``manual_clock=True`` (:data:`UNSHARED`), or marked
+  ``fresh=True``, always gets a fresh world, as before.
 - A world is kept after a case only when the case **passed** and every row of :data:`GATES`
   holds: the same runner process, online with a poll parked (on whatever epoch the case left:
   the next case reads the current one); nothing in flight on either side (no queued command,

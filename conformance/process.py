@@ -97,6 +97,12 @@ def scrubbed_env(extra: Mapping[str, str] | None = None, *, secrets: Iterable[st
 FAKETIME_LIB = "/usr/$LIB/faketime/libfaketimeMT.so.1"  # what /usr/bin/faketime -m preloads
 
 
+def faketime_installed() -> bool:
+    """Whether Debian's libfaketime (package ``faketime``) is there to preload."""
+    return bool(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1")
+                or os.path.exists("/usr/lib/faketime/libfaketimeMT.so.1"))
+
+
 def faketime_env(offset: float, *, fake_monotonic: bool = False,
                  base: Mapping[str, str] | None = None,
                  timestamp_file: Path | None = None) -> dict[str, str]:
@@ -108,8 +114,7 @@ def faketime_env(offset: float, *, fake_monotonic: bool = False,
     ``$LIB`` is expanded by the dynamic loader, as the wrapper relies on. With
     ``timestamp_file`` the offset is read from that file at every clock read instead (see
     :func:`write_clock_offset`; ``offset`` is written there first)."""
-    if not (glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1")
-            or os.path.exists("/usr/lib/faketime/libfaketimeMT.so.1")):
+    if not faketime_installed():
         raise StartError("faketime is not installed (Debian package 'faketime')")
     preload = (base or {}).get("LD_PRELOAD", "")
     env = {"LD_PRELOAD": f"{FAKETIME_LIB} {preload}".strip(), "FAKETIME": f"{offset:+.6f}s"}

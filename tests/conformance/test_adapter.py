@@ -29,6 +29,7 @@ from conformance.process import (
     ProcessExited,
     StartError,
     faketime_env,
+    faketime_installed,
     live_group_members,
     scrubbed_env,
 )
@@ -150,9 +151,7 @@ async def test_a_command_that_does_not_exist() -> None:
         await Process(["/nonexistent/runner-binary"]).start()
 
 
-@pytest.mark.skipif(not any(Path(p).exists() for p in (
-    "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
-    "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1")), reason="faketime not installed")
+@pytest.mark.skipif(not faketime_installed(), reason="faketime not installed")
 async def test_faketime_offset_moves_the_clock_and_keeps_the_exit_code() -> None:
     script = GRACEFUL.replace('print("ready"', 'print(f"now {time.time()}"').replace(
         "import signal, sys", "import signal, sys, time")
@@ -289,9 +288,7 @@ for _ in range(400):
 """
 
 
-@pytest.mark.skipif(not any(Path(p).exists() for p in (
-    "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
-    "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1")), reason="faketime not installed")
+@pytest.mark.skipif(not faketime_installed(), reason="faketime not installed")
 async def test_live_clock_moves_wall_and_monotonic_time_mid_run(tmp_path: Path) -> None:
     script = tmp_path / "clock.py"
     script.write_text(LIVE_CLOCK_CHILD)

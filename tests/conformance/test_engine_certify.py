@@ -171,11 +171,10 @@ def test_passing_or_baselined_musts_exit_0(pytester: pytest.Pytester,
     code, out = certify_here(pytester, capsys, "--runner-cmd", RUNNER, "--cases",
                              "GEN-001,DED-002", "--baseline", "b.txt", "--out", "out")
     assert code == 0, out
-    cwd = pytester.path
-    doc = json.loads((cwd / "out" / "results.json").read_text())
+    doc = json.loads((pytester.path / "out" / "results.json").read_text())
     assert {c["id"]: c["status"] for c in doc["cases"]} == {"GEN-001": "pass",
                                                           "DED-002": "expected-fail"}
-    assert json.loads((cwd / "out" / "certificate.json").read_text())["verdict"] == "pass"
+    assert json.loads((pytester.path / "out" / "certificate.json").read_text())["verdict"] == "pass"
 
 
 def test_a_stale_baseline_entry_fails_the_run(pytester: pytest.Pytester,
@@ -210,6 +209,8 @@ def test_several_runners_side_by_side(pytester: pytest.Pytester,
         (["--baseline", "bad.txt"], "not a case ID"),
         (["--runner-file", "nope.bin"], "is not a readable file"),
         (["--hermes", "remote"], "--hermes must be"),
+        (["--hermes", "real:./no-hermes-here"],
+         "--hermes real:./no-hermes-here: hermes-agent not found"),
         (["--profile", "gold"], "invalid choice"),
         (["--frobnicate"], "unrecognized arguments"),
     ],

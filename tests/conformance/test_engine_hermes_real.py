@@ -1,6 +1,7 @@
 """``--hermes real[:PATH]``: only ``@any_hermes`` cases run, the rest are not-applicable with the
-reason; without a usable hermes-agent the any-Hermes cases are not-applicable too (pytest) and
-certify exits 2 with one line; ``resolve_hermes`` and the world factory's dispatch."""
+reason; without a usable hermes-agent the any-Hermes cases are not-applicable too (pytest; that
+certify then exits 2 with one line is a row of test_engine_certify's bad invocations);
+``resolve_hermes`` and the world factory's dispatch."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from conformance import certify
 from conformance.real_world import RealWorld, resolve_hermes
 from conformance.world import World
 from conformance.worlds import open_world
@@ -72,20 +72,6 @@ def test_real_without_hermes_makes_every_case_not_applicable(
     got = run(pytester, "--hermes", f"real:{tmp_path / 'nowhere'}")
     assert got["GEN-001"]["status"] == "not-applicable"
     assert "hermes-agent not found" in got["GEN-001"]["detail"]
-
-
-def test_certify_without_hermes_exits_2_with_one_line(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    # certify.main in this process: a bad invocation as a process is test_engine_certify's
-    monkeypatch.chdir(tmp_path)
-    code = certify.main(["--no-progress", "--hermes", f"real:{tmp_path / 'nowhere'}",
-                         "--out", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("certify: error: --hermes real:"), lines
-    assert "hermes-agent not found" in lines[0] and "Traceback" not in err
 
 
 def test_resolve_hermes(tmp_path: Path) -> None:

@@ -8,18 +8,17 @@ left them behind, and a later wrapper given the same pid failed with ``sem_open:
 (a runner that exits 1 at once: this test failed about one run in five once ~1200 were left)."""
 from __future__ import annotations
 
-import glob
 from pathlib import Path
 
 import pytest
 
+from conformance.process import faketime_installed
+
 from .integration import delivered, replay, rig
 from .stub_hermes import StubHermes
 
-HAS_FAKETIME = bool(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
 
-
-@pytest.mark.skipif(not HAS_FAKETIME, reason="Debian faketime not installed")
+@pytest.mark.skipif(not faketime_installed(), reason="Debian faketime not installed")
 async def test_receipts_retire_after_one_hour(tmp_path: Path) -> None:
     async with StubHermes() as hermes, rig(tmp_path, hermes.url) as r:
         out = await r.cp.command(r.runner_id, "http", {
