@@ -79,20 +79,35 @@ def import_sites(src: Source) -> list[ImportSite]:
     return list(_import_sites(src))
 
 
+# Import statements sit only in statement lists (a module's, a def's or class's, an if's,
+# a try's, a with's, a match case's): those are walked, not the expressions under them.
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 @functools.cache
 def _import_sites(src: Source) -> tuple[ImportSite, ...]:
     """(Parsed once per source text: several tests read the same trees.)"""
+    tree = ast.parse(src.text)
     found: list[ImportSite] = []
-    for node in ast.walk(ast.parse(src.text)):
-        if isinstance(node, ast.Import):
-            found += [ImportSite(node.lineno, alias.name, (), 0) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            found.append(ImportSite(node.lineno, _resolve(src, node.level, node.module),
-                                    tuple(a.name for a in node.names), node.level))
-        elif (isinstance(node, ast.Call) and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
-              and _dynamic_import(node.func)):
-            found.append(ImportSite(node.lineno, node.args[0].value, (), 0))
+    blocks: list[ast.AST] = [tree]
+    while blocks:
+        for node in ast.iter_child_nodes(blocks.pop()):
+            if not isinstance(node, _BLOCKS):
+                continue
+            blocks.append(node)
+            if isinstance(node, ast.Import):
+                found += [ImportSite(node.lineno, alias.name, (), 0) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                found.append(ImportSite(node.lineno, _resolve(src, node.level, node.module),
+                                        tuple(a.name for a in node.names), node.level))
+    # A dynamic import is a call anywhere in an expression; only a file that spells one of the
+    # two names can hold one, and only such a file is walked whole.
+    if "import_module" in src.text or "__import__" in src.text:
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str) and _dynamic_import(node.func)):
+                found.append(ImportSite(node.lineno, node.args[0].value, (), 0))
     return tuple(sorted(found, key=lambda s: s.line))
 
 

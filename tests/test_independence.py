@@ -178,6 +178,19 @@ def test_a_dynamic_import_in_fixtures_is_caught() -> None:
     assert forbidden_imports(tree) == ["fixtures.hermes.core imports fake_server.gates"]
 
 
+def test_an_import_in_any_kind_of_block_is_read() -> None:
+    # the reader walks statement lists only (tests/import_graph.py): each kind is one edge here
+    tree = synthetic({"runner_ref/x.py": (
+        "try:\n    import a1\nexcept ImportError:\n    import a2\nelse:\n    import a3\n"
+        "finally:\n    import a4\n"
+        "class C:\n    import a5\n    def m(self):\n        with x:\n            import a6\n"
+        "match y:\n    case 1:\n        import a7\n"
+        "while z:\n    import a8\nfor i in j:\n    pass\nelse:\n    import a9\n"
+        "async def f():\n    async with w:\n        async for k in w:\n            import a10\n"
+        "g = lambda: [__import__('a11') for _ in ()]\n")})
+    assert tree["runner_ref.x"] == frozenset(f"a{i}" for i in range(1, 12))
+
+
 def test_the_runner_importing_the_harness_is_caught() -> None:
     tree = synthetic({"runner_ref/poll_loop.py": "from conformance import adapter\n",
                        "runner_ref/x.py": "from fixtures import ScriptedHermes\n"})

@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     global 180 s."""
     here = Path(__file__).parent
     for item in items:
-        if here in Path(str(item.fspath)).parents and item.get_closest_marker("timeout") is None:
+        if item.path.is_relative_to(here) and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(60))
 
 
