@@ -56,12 +56,24 @@ def certify_here(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
     return code, capsys.readouterr().out
 
 
+WORKER_MARK = """
+from pathlib import Path
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # an xdist worker of certify's session, not its controller
+        Path("workers").mkdir(exist_ok=True)
+        (Path("workers") / config.workerinput["workerid"]).touch()
+"""
+
+
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     cwd = project(tmp_path_factory.mktemp("certify"))
     (cwd / "runner.mjs").write_text("// the vendor's runner\n")
     # Two workers, as certify's default -j gives a vendor: the bundle is written from the
-    # results of a parallel run.
+    # results of a parallel run. Each xdist worker leaves its name under workers/, so a test can
+    # see that the run was parallel.
+    (cwd / "conftest.py").write_text(WORKER_MARK)
     proc = certify_proc(cwd, "--runner-cmd", RUNNER, "--profile", "all", "--baseline",
                         "baseline.txt", "--runner-file", "runner.mjs", "--out", "out",
                         "--seed", "42", "-j", "2")
@@ -84,6 +96,7 @@ def test_the_parallel_run_gives_what_a_serial_run_gives(
     the same seed gives it, in the same order, and a failing case keeps its transcript and
     witness across the worker boundary."""
     _, out = bundle
+    assert sorted(p.name for p in (out.parent / "workers").glob("*")) == ["gw0", "gw1"]
     parallel = json.loads((out / "results.json").read_text())
     code, _ = certify_here(pytester, capsys, "--runner-cmd", RUNNER, "--profile", "all",
                            "--baseline", "baseline.txt", "--out", "out", "--seed", "42")
