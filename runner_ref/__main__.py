@@ -1,5 +1,7 @@
 """``python -m runner_ref --config /path/runner.json`` (console script ``hermes-runner-ref``).
 
+``--version`` prints ``hermes-runner-ref <version>`` on stdout and exits 0.
+
 Exit codes: 0 after a graceful stop (first SIGTERM/SIGINT); 1 on a usage error, a config error,
 a locked state directory, any start-up failure, or ``runner_unauthorized``. A second signal
 kills the process the default way. Output: status lines on stderr only, never a secret.
@@ -16,7 +18,8 @@ from . import status
 from .config import ConfigError, load_config
 from .statedir import LockedError, StateDir, state_dir_for
 
-USAGE = "usage: hermes-runner-ref --config /path/to/runner.json (用法：yaoyao-runner --config /path/to/runner.json)"
+USAGE = ("usage: hermes-runner-ref --config /path/to/runner.json | --version "
+         "(用法：yaoyao-runner --config /path/to/runner.json)")
 
 
 def parse_args(argv: list[str]) -> str | None:
@@ -110,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     root.handlers[:] = [_StatusLogHandler()]
     root.setLevel(logging.WARNING)
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:
+        from . import version
+
+        sys.stdout.write(f"hermes-runner-ref {version()}\n")
+        return 0
     path = parse_args(args)
     if path is None:
         return _fatal(USAGE)

@@ -96,3 +96,20 @@ async def test_sigint_is_graceful_too(tmp_path: Path) -> None:
         assert_clean(r.output())
     finally:
         await r.reap()
+
+
+async def test_version_prints_the_project_version(tmp_path: Path) -> None:
+    import tomllib
+
+    import runner_ref
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    want = project["project"]["version"]
+    assert runner_ref.SOURCE_VERSION == want  # a source checkout answers the same
+    r = await RunnerProcess(tmp_path / "unused.json", args=["--version"]).start()
+    try:
+        assert await r.wait(15) == 0
+        assert r.output().decode().strip() == f"hermes-runner-ref {want}"  # stdout, no stderr
+    finally:
+        await r.reap()
+
