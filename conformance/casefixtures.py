@@ -72,7 +72,7 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     the plain idle world the previous case left (:mod:`conformance.kept_worlds`; a case with
     world options, or marked ``fresh=True``, always gets a fresh one).
 
-    After the case, the world's redacted transcript joins the case result and a secret found by
+    After the case, the world's redacted transcript (:func:`transcript_of`) joins the case result and a secret found by
     ``world.scan_for_secrets()`` in anything the runner printed fails the case.
     """
     state = request.node.stash.get(STATE, None)
@@ -132,14 +132,24 @@ def _finish(state: Any, w: Any) -> None:
     leaks: list[str] = []
     secrets = {str(s) for s in (getattr(w, "secrets", None) or ())}
     if state is not None:
-        transcript = getattr(w, "transcript", None)
-        state.transcript = [str(t) for t in (transcript() if callable(transcript) else ())]
+        state.transcript = transcript_of(w)
     scan = getattr(w, "scan_for_secrets", None)
     if callable(scan):
         leaks = [redact(str(x), secrets) for x in scan()]
     if leaks:
         raise CaseFailed("no secret in anything the runner printed or the harness recorded",
                          f"{len(leaks)} secret leak(s)", leaks)
+
+
+def transcript_of(w: Any) -> list[Any]:
+    """The case's transcript as data: ``w.evidence()`` (the default world: exchanges, lifecycle
+    facts, Hermes effects, the runner's last output lines), else ``w.transcript()``; each item a
+    JSON object (a dict), or text for a foreign world that yields strings."""
+    for name in ("evidence", "transcript"):
+        source = getattr(w, name, None)
+        if callable(source):
+            return [t if isinstance(t, dict | str) else str(t) for t in source()]
+    return []
 
 
 def _advertises(w: Any, feature: str) -> bool:

@@ -32,11 +32,14 @@ from .catalogue import CATALOGUE, PROFILES, case_patterns
 from .plugin import DEFAULT_RUNNER_CMD, load_catalogue
 from .results import ResultsError, RunResults
 from .results import load as load_results
+from .transcripts import DEFAULT as TRANSCRIPTS
+from .transcripts import POLICIES
 
 USAGE = """\
 python -m conformance certify --runner-cmd "CMD … {config} …" [--runner-cmd …]
        [--profile core|team-tools|all] [--baseline FILE] [--cases PATTERN] [-x]
-       [--out DIR] [-j N] [--runner-file PATH …] [--hermes scripted|real[:PATH]] [--seed N]"""
+       [--out DIR] [-j N] [--runner-file PATH …] [--hermes scripted|real[:PATH]] [--seed N]
+       [--transcripts failing|all|none]"""
 
 
 class InvocationError(Exception):
@@ -68,6 +71,10 @@ def parser() -> argparse.ArgumentParser:
                    help="file whose sha256 goes on the certificate (repeatable)")
     p.add_argument("--hermes", default="scripted", help="scripted | real[:PATH]")
     p.add_argument("--seed", type=int, help="run seed (printed on every run)")
+    p.add_argument("--transcripts", default=TRANSCRIPTS, choices=sorted(POLICIES),
+                   help="which cases keep their transcript whole in results.json and report.html: "
+                        "failing (default: every case that did not pass), all, none (the others "
+                        "keep a digest)")
     p.add_argument("--no-progress", action="store_true", help="no live display")
     # engine tests and third-party suites: what to collect, the catalogue, the world factory
     p.add_argument("--suite", default=None, help=argparse.SUPPRESS)
@@ -152,7 +159,8 @@ def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> lis
     a = [*where, "-c", str(ini), "-p", "conformance.plugin", "-p", "no:cacheprovider", "-p", "no:benchmark",
          "-p", "no:terminal", "--runner-cmd", cmd, "--hermes", args.hermes,
          "--conformance-profile", args.profile, "--conformance-out", str(out),
-         "--conformance-seed", str(args.seed), "--junitxml", str(out / "junit.xml"),
+         "--conformance-seed", str(args.seed),
+         "--conformance-transcripts", getattr(args, "transcripts", TRANSCRIPTS), "--junitxml", str(out / "junit.xml"),
          "-o", "junit_suite_name=runner-conformance", "-o", "junit_logging=no"]
     if args.cases:
         a += ["--conformance-cases", args.cases]

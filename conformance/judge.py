@@ -22,6 +22,8 @@ import pytest
 
 from .catalogue import Case
 from .results import CaseResult, combine, redact
+from .secrets import Secrets
+from .transcripts import digest
 from .verdict import CaseFailed
 
 
@@ -49,11 +51,12 @@ class CaseState:
     detail: str = ""
     duration: float = 0.0
     world: Any = None
-    transcript: list[str] = field(default_factory=list)
+    transcript: list[Any] = field(default_factory=list)  # JSON objects (a foreign world: text)
     data: dict[str, Any] = field(default_factory=dict)
 
-    def secrets(self) -> set[str]:
-        return {str(s) for s in (getattr(self.world, "secrets", None) or ())}
+    def secrets(self) -> Secrets:
+        """The world's secrets as one registry (a foreign world's plain values included)."""
+        return Secrets.of(getattr(self.world, "secrets", None) or ())
 
 
 STATE = pytest.StashKey[CaseState]()
@@ -122,5 +125,9 @@ def merge(records: Iterable[CaseResult]) -> list[CaseResult]:
         if len(group) > 1:
             merged.nodeid = ", ".join(r.nodeid for r in group)
             merged.transcript = [t for r in group for t in r.transcript]
+            digests = [r.transcript_digest for r in group if r.transcript_digest]
+            merged.transcript_digest = {
+                "items": sum(d["items"] for d in digests),
+                "sha256": digest([d["sha256"] for d in digests])["sha256"]} if digests else None
         out.append(merged)
     return out

@@ -13,6 +13,8 @@ Rules of this module:
 - Verdicts are computed per phase on the process that ran the case (an xdist worker or this
   one), redacted with the world's secrets, and carried to the controller on the teardown
   report (``report.conformance``); the controller collects them into ``results.json``.
+- A case's transcript is data (JSON objects, redacted recursively); a passing case keeps only
+  its digest unless ``--conformance-transcripts all`` (:mod:`conformance.transcripts`).
 - Baselined cases: a failure becomes ``expected-fail`` (shown as xfail); a pass becomes
   ``stale`` and fails at teardown. ``--conformance-exitfirst`` stops at the first failing MUST.
 - The ``world`` fixture imports the world factory lazily (``--conformance-world MODULE:ATTR``,
@@ -39,8 +41,11 @@ from .catalogue import PROFILES, Case, Catalogue, case_patterns, matches
 from .judge import STATE, CaseState, judge_phase, load_object, merge
 from .kept_worlds import KEEPABLE_WORLD, keeps_worlds, shares_world, world_key
 from .marks import ANY_HERMES, LONG, MARK, case_mark, is_long, runs_on_any_hermes
-from .results import CaseResult, RunResults, combine, dump, redact
+from .results import CaseResult, RunResults, combine, dump, redact, redact_data
 from .run_order import case_order
+from .transcripts import DEFAULT as TRANSCRIPTS
+from .transcripts import POLICIES
+from .transcripts import keep as keep_transcript
 from .verdict import CaseFailed
 
 DEFAULT_CATALOGUE = "conformance.catalogue:CATALOGUE"
@@ -78,6 +83,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-fresh-worlds", action="store_true",
                 help="a fresh world (runner start-up) for every case; by default consecutive "
                      "plain cases share an idle one (conformance/kept_worlds.py)")
+    g.addoption("--conformance-transcripts", default=TRANSCRIPTS, choices=sorted(POLICIES),
+                help="which cases keep their transcript whole in results.json: failing "
+                     "(default: every case that did not pass), all, or none; the others keep "
+                     "a digest (conformance/transcripts.py)")
     g.addoption("--runner-file", action="append", default=[], metavar="PATH",
                 help="runner file to fingerprint on the certificate (repeatable)")
     parser.addini("conformance_catalogue", "catalogue as MODULE:ATTR", default=DEFAULT_CATALOGUE)
@@ -245,6 +254,9 @@ class Conformance:
         rep.user_properties.append(("status", status))
         row = state.row
         secrets = state.secrets()
+        transcript, digest = keep_transcript(
+            str(self.config.option.conformance_transcripts), status,
+            redact_data(state.transcript, secrets))
         r = CaseResult(
             id=state.case_id, level=row.level if row else "MUST",
             family=row.family if row else "unknown", feature=row.feature if row else "core",
@@ -252,7 +264,7 @@ class Conformance:
             upstream=row.upstream if row else None, status=status, nodeid=item.nodeid,
             expected=redact(state.expected, secrets), actual=redact(state.actual, secrets),
             witness=[redact(w, secrets) for w in state.witness],
-            transcript=[redact(t, secrets) for t in state.transcript],
+            transcript=transcript, transcript_digest=digest,
             detail=redact(state.detail, secrets), seed=state.seed,
             duration=round(state.duration, 6), replay=self.replay(state.case_id),
             data=state.data)

@@ -1,14 +1,16 @@
-"""``results.json``: the machine-readable verdicts of one run (schema version 1).
+"""``results.json``: the machine-readable verdicts of one run (schema version 2).
 
 Rules of this module:
 - One record per case: id, level, family, feature, section, requirement, status, expected,
-  actual, witness, transcript (redacted), seed, duration, replay command, nodeid.
+  actual, witness, transcript (redacted JSON objects; or its digest, see
+  :mod:`conformance.transcripts`), seed, duration, replay command, nodeid.
 - Statuses: ``pass``, ``fail``, ``not-applicable``, ``expected-fail`` (baselined and failing),
   ``stale`` (baselined but passing: fails the run). A case's status is the worst of its phases
   in the order of :data:`PRECEDENCE`.
 - The run passes (exit 0) only when no applicable MUST is ``fail`` and nothing is ``stale``.
   A failing SHOULD or MAY is reported, counted on the certificate, and does not fail the run.
-- Every string that leaves the harness passes through :func:`redact` with the run's secrets.
+- Every string that leaves the harness passes through the one redactor
+  (:func:`conformance.secrets.redact`, re-exported here) with the run's secrets.
 - The JSON Schema (``conformance/report/results.schema.json``, copied to ``docs/``) is the
   contract; :func:`validate` checks a document against it.
 """
@@ -22,17 +24,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+# the one redactor (conformance/secrets.py), re-exported for the report and the plugin
+from .secrets import REDACTED as REDACTED
+from .secrets import redact as redact
+from .secrets import redact_data as redact_data
+
+SCHEMA_VERSION = 2
+#: versions :func:`load` reads (a version-1 file: transcript items are text, no digests)
+READABLE_VERSIONS = (1, 2)
 STATUSES = ("pass", "fail", "not-applicable", "expected-fail", "stale")
 #: worst first: the status of a case is the first of these any of its phases produced.
 PRECEDENCE = ("fail", "expected-fail", "stale", "not-applicable", "pass")
-REDACTED = "«redacted»"
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return text
 
 
 def combine(phase_statuses: Iterable[str]) -> str:
@@ -57,7 +59,9 @@ class CaseResult:
     expected: str = ""
     actual: str = ""
     witness: list[str] = field(default_factory=list)
-    transcript: list[str] = field(default_factory=list)
+    #: JSON objects (schema ``$defs``: exchange, lifecycle, effect, output, model) or text
+    transcript: list[Any] = field(default_factory=list)
+    transcript_digest: dict[str, Any] | None = None  # when the transcript was not kept
     detail: str = ""
     seed: int = 0
     duration: float = 0.0
@@ -141,8 +145,9 @@ def load(path: str | Path) -> RunResults:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ResultsError(f"cannot read results {p}: {type(exc).__name__}") from None
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        raise ResultsError(f"{p}: not a results.json of schema version {SCHEMA_VERSION}")
+    if not isinstance(data, dict) or data.get("schema_version") not in READABLE_VERSIONS:
+        versions = " or ".join(str(v) for v in READABLE_VERSIONS)
+        raise ResultsError(f"{p}: not a results.json of schema version {versions}")
     try:
         return RunResults.from_dict(data)
     except TypeError as exc:

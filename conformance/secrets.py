@@ -7,12 +7,18 @@ Rules:
   text and, recursively, in JSON-like data (keys and values).
 - :meth:`Secrets.find` names the secrets present in some bytes/text: the names, never the values,
   go into reports.
+- This is the harness's one redactor: :func:`redact` and :func:`redact_data` apply the same rules
+  to a plain collection of values (a foreign world's ``secrets``, a report's extra secrets).
+
+Why 8 characters: every secret the harness mints (runner token and its sha256, admin password and
+CSRF token, Hermes session token and password) is far longer, and a shorter "secret" would also
+erase ordinary evidence — a status code, a route, ``true`` — and so hide the cause of a failure.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +39,16 @@ class Leak:
 
 class Secrets:
     """name → value; later values under one name are kept too (``token``, ``token#2``)."""
+
+    @classmethod
+    def of(cls, values: Iterable[object]) -> Secrets:
+        """A registry of unnamed values (strings shorter than :data:`MIN_SECRET` are dropped)."""
+        if isinstance(values, Secrets):
+            return values
+        out = cls()
+        for value in values:
+            out.add("secret", value if isinstance(value, str) else None)
+        return out
 
     def __init__(self) -> None:
         self._by_name: dict[str, str] = {}
@@ -95,3 +111,13 @@ class Secrets:
         if data is None or isinstance(data, bool | int | float):
             return data
         return self.redact(json.dumps(data, default=str))
+
+
+def redact(text: str, secrets: Iterable[object]) -> str:
+    """``text`` with every secret of ``secrets`` (a :class:`Secrets` or plain values) replaced."""
+    return Secrets.of(secrets).redact(text)
+
+
+def redact_data(data: Any, secrets: Iterable[object]) -> Any:
+    """A JSON-ready copy of ``data`` with every secret of ``secrets`` replaced, recursively."""
+    return Secrets.of(secrets).redact_data(data)

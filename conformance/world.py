@@ -40,6 +40,8 @@ from .admin_client import AdminClient, Registered
 from .secrets import Leak, Secrets
 
 ONLINE_TIMEOUT = 20.0
+#: How many of the runner's last output lines a case's evidence keeps (all runs, stderr first).
+OUTPUT_TAIL = 30
 
 
 def _accepts(cls: type, name: str) -> bool:
@@ -234,6 +236,22 @@ class World:
         """History exchanges and Hermes effects ordered by ``seq``, every secret replaced by
         ``«redacted»`` (the runner's wire view of the test; safe to put into a report)."""
         return [self.secrets.redact_data(item) for item in self._raw_transcript()]
+
+    def evidence(self) -> list[dict[str, Any]]:
+        """What a case's result keeps (``results.json`` ``transcript``, schema ``$defs``):
+        :meth:`transcript` plus the control plane's lifecycle facts (``type: lifecycle``), in one
+        ``seq`` order, then the runner's last :data:`OUTPUT_TAIL` output lines (``type:
+        output``, no ``seq``: a line is not stamped on the shared counter); all redacted."""
+        facts = [{"type": "lifecycle", **dataclasses.asdict(f)}
+                 for f in getattr(getattr(self.cp, "lifecycle", None), "entries", ())]
+        items = self.transcript() + [self.secrets.redact_data(f) for f in facts]
+        items.sort(key=lambda d: (d.get("seq") or 0, d["type"]))
+        output: list[dict[str, Any]] = []
+        for run, proc in enumerate(self.runner.runs if self.runner is not None else (), 1):
+            for stream in ("stderr", "stdout"):
+                output += [{"type": "output", "run": run, "stream": stream,
+                            "text": self.secrets.redact(line)} for line in proc.lines(stream)]
+        return items + output[-OUTPUT_TAIL:]
 
     def scan_for_secrets(self) -> list[Leak]:
         """Every place a known secret occurs: runner output (all runs), the wire exchanges and

@@ -117,7 +117,7 @@ def test_results_json_validates_against_the_published_schema(bundle) -> None:
     _, out = bundle
     doc = json.loads((out / "results.json").read_text())
     validate(doc)
-    assert doc["schema_version"] == 1 and doc["seed"] == 42 and doc["profile"] == "all"
+    assert doc["schema_version"] == 2 and doc["seed"] == 42 and doc["profile"] == "all"
     published = json.loads((ROOT / "docs" / "results.schema.json").read_text())
     shipped = json.loads((ROOT / "conformance" / "report" / "results.schema.json").read_text())
     assert published == shipped

@@ -160,9 +160,24 @@ def test_junit_carries_case_properties(pytester: pytest.Pytester) -> None:
 
 def test_transcript_is_attached_to_each_case(pytester: pytest.Pytester) -> None:
     make_project(pytester)
-    _, doc = run(pytester, "--conformance-cases", "GEN-001")
+    _, doc = run(pytester, "--conformance-cases", "GEN-001", "--conformance-transcripts", "all")
     (gen,) = doc["cases"]
-    assert gen["transcript"][0] == "-> GET /api/runner/poll"
+    assert gen["transcript"][0] == "-> GET /api/runner/poll"  # a foreign world's text items
+    assert gen["transcript_digest"] is None
+
+
+def test_a_passing_case_keeps_only_a_digest_by_default(pytester: pytest.Pytester) -> None:
+    make_project(pytester)
+    _, doc = run(pytester, "--conformance-cases", "GEN-001,GEN-002")
+    by_id = {c["id"]: c for c in doc["cases"]}
+    passing, failing = by_id["GEN-001"], by_id["GEN-002"]
+    assert passing["status"] == "pass" and passing["transcript"] == []
+    assert passing["transcript_digest"]["items"] == 2
+    assert len(passing["transcript_digest"]["sha256"]) == 64
+    assert failing["status"] == "fail" and len(failing["transcript"]) == 2
+    assert failing["transcript_digest"] is None
+    _, none = run(pytester, "--conformance-cases", "GEN-002", "--conformance-transcripts", "none")
+    assert none["cases"][0]["transcript"] == [] and none["cases"][0]["transcript_digest"]
 
 
 def test_ordinary_tests_are_left_alone(pytester: pytest.Pytester) -> None:

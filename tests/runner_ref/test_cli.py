@@ -103,8 +103,8 @@ async def test_version_prints_the_project_version(tmp_path: Path) -> None:
 
     import runner_ref
 
-    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
-    want = project["project"]["version"]
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    want = tomllib.loads(pyproject.read_text())["project"]["version"]
     assert runner_ref.SOURCE_VERSION == want  # a source checkout answers the same
     r = await RunnerProcess(tmp_path / "unused.json", args=["--version"]).start()
     try:
