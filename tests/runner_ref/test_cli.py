@@ -98,18 +98,24 @@ async def test_sigint_is_graceful_too(tmp_path: Path) -> None:
         await r.reap()
 
 
-async def test_version_prints_the_project_version(tmp_path: Path) -> None:
+def project_version() -> str:
     import tomllib
 
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+
+
+def test_the_source_version_is_the_project_version() -> None:
     import runner_ref
 
-    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    want = tomllib.loads(pyproject.read_text())["project"]["version"]
-    assert runner_ref.SOURCE_VERSION == want  # a source checkout answers the same
+    assert runner_ref.SOURCE_VERSION == project_version()  # a source checkout answers the same
+
+
+async def test_version_prints_the_project_version(tmp_path: Path) -> None:
+    want = project_version()
     r = await RunnerProcess(tmp_path / "unused.json", args=["--version"]).start()
     try:
         assert await r.wait(15) == 0
         assert r.output().decode().strip() == f"hermes-runner-ref {want}"  # stdout, no stderr
     finally:
         await r.reap()
-
