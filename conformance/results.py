@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -85,7 +85,7 @@ class RunResults:
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
         for c in self.cases:
-            out[c.status] += 1
+            out[c.status] = out.get(c.status, 0) + 1  # a newer status too
         return out
 
     def level_figures(self, level: str) -> tuple[int, int]:
@@ -111,10 +111,16 @@ class RunResults:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResults:
-        data = dict(data)
-        data.pop("summary", None)
-        cases = [CaseResult(**c) for c in data.pop("cases", [])]
-        return cls(cases=cases, **data)
+        """A document read back; keys this version does not know (a newer writer's) are left
+        out, a missing required one or a case that is not an object is a ``TypeError``."""
+        run_keys = {f.name for f in fields(cls)} - {"cases"}
+        case_keys = {f.name for f in fields(CaseResult)}
+        cases = data.get("cases", [])
+        if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+            raise TypeError("cases is not a list of objects")
+        return cls(cases=[CaseResult(**{k: v for k, v in c.items() if k in case_keys})
+                          for c in cases],
+                   **{k: v for k, v in data.items() if k in run_keys})
 
 
 def schema() -> dict[str, Any]:
@@ -143,8 +149,12 @@ def load(path: str | Path) -> RunResults:
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"cannot read results {p}: {type(exc).__name__}") from None
+    except OSError as exc:
+        raise ResultsError(f"cannot read results {p}: {exc.strerror or type(exc).__name__}") from None
+    except UnicodeDecodeError:
+        raise ResultsError(f"cannot read results {p}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"cannot read results {p}: not JSON (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(data, dict) or data.get("schema_version") not in READABLE_VERSIONS:
         versions = " or ".join(str(v) for v in READABLE_VERSIONS)
         raise ResultsError(f"{p}: not a results.json of schema version {versions}")

@@ -1,4 +1,5 @@
-"""Units of the engine: verdicts, baselines, results, compare, spec coverage, badge."""
+"""Units of the engine: verdicts, baselines, results, spec coverage, badge (compare:
+``test_compare.py``)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,9 @@ import pytest
 
 from conformance import baseline, spec_coverage
 from conformance.catalogue import Case, Catalogue
-from conformance.compare import diff, matrix_markdown
-from conformance.compare import main as compare_main
 from conformance.report import render_html
 from conformance.report.badge import certification_badge
-from conformance.results import CaseResult, RunResults, combine, dump, redact, validate
+from conformance.results import CaseResult, RunResults, combine, redact, validate
 from conformance.verdict import CaseFailed, expect
 
 
@@ -74,32 +73,6 @@ def test_ok_only_when_no_applicable_must_fails_and_nothing_is_stale() -> None:
     r = run(rec("GEN-001", "pass"), rec("GEN-002", "expected-fail"), rec("GEN-003", "not-applicable"))
     assert r.level_figures("MUST") == (1, 2)
     validate(r.to_dict())
-
-
-def test_diff_names_regressions_fixes_and_new_cases() -> None:
-    a = run(rec("GEN-001", "pass"), rec("GEN-002", "fail"), rec("GEN-003", "pass"),
-            rec("GEN-005", "pass"))
-    b = run(rec("GEN-001", "fail"), rec("GEN-002", "pass"), rec("GEN-003", "pass"),
-            rec("GEN-004", "fail"))
-    d = diff(a, b)
-    assert d.regressions == [("GEN-001", "pass", "fail")]
-    assert d.fixes == [("GEN-002", "fail", "pass")]
-    assert d.new == [("GEN-004", "fail")]
-    assert d.removed == [("GEN-005", "pass")]
-    md = matrix_markdown([("A", a), ("B", b)])
-    assert "| GEN-001 | pass | fail |" in md and "| GEN-005 | pass | — |" in md
-
-
-def test_compare_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
-    dump(run(rec("GEN-001", "pass")), a)
-    dump(run(rec("GEN-001", "fail")), b)
-    assert compare_main([str(a), str(b)]) == 1  # a regression
-    assert "GEN-001: pass -> fail" in capsys.readouterr().out
-    assert compare_main([str(b), str(a)]) == 0  # a fix
-    (tmp_path / "junk.json").write_text("{}")
-    assert compare_main([str(a), str(tmp_path / "junk.json")]) == 2
-    assert "not a results.json" in capsys.readouterr().err
 
 
 def test_report_escapes_markup_and_redacts() -> None:
