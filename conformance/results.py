@@ -18,6 +18,8 @@ Rules of this module:
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
@@ -136,9 +138,23 @@ def validate(doc: dict[str, Any]) -> None:
     jsonschema.validate(doc, schema())
 
 
+def dumps(results: RunResults) -> str:
+    """The document as text: indented, but each transcript item compact on one line (a
+    transcript is most of a kept run's bytes; one item a line also reads and diffs well)."""
+    doc = results.to_dict()
+    items: list[str] = []
+    mark = f"@@item-{os.urandom(6).hex()}-"
+    for case in doc["cases"]:
+        for i, item in enumerate(case["transcript"]):
+            items.append(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+            case["transcript"][i] = f"{mark}{len(items) - 1}"
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    return re.sub(f'"{re.escape(mark)}(\\d+)"', lambda m: items[int(m[1])], text) + "\n"
+
+
 def dump(results: RunResults, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    path.write_text(dumps(results))
 
 
 class ResultsError(ValueError):
