@@ -7,8 +7,8 @@ Rules:
   sits on the control plane, a Hermes effect (or a real Hermes' model call) joins the runner and
   Hermes, an output line sits on the runner. An item of another type, or text from a foreign
   world, is one full-width row.
-- A row is a *witness* row when its ``seq`` is named by a witness line (``#41 …`` or
-  ``"seq": 41``): those rows are highlighted.
+- A row is a *witness* row when its ``seq`` is named by a witness line or by the verdict's
+  ``actual`` (``#41 …``, ``history#8[0]`` or ``"seq": 41``): those rows are highlighted.
 - ``route`` is the exchange's route (None for the other rows); the report's route filter shows
   one route's rows (and hides the rest) on the page, client-side.
 """

@@ -159,3 +159,22 @@ def test_protocol_md_normative_sentences_carry_case_ids() -> None:
     new, stale = sorted(found - known), sorted(known - found)
     assert not new, "normative sentences without a case (tag them or write the case):\n" + "\n".join(new)
     assert not stale, "covered now, delete from docs/spec-coverage-gaps.txt:\n" + "\n".join(stale)
+
+
+def test_timeline_lanes_and_witness_rows() -> None:
+    from conformance.report.sections import columns, sections
+    from conformance.report.timeline import cells, rows, witness_seqs
+
+    assert witness_seqs(['{"seq":43,"route":"event"}', "#8 control-plane (history#9[0])",
+                         '"seq": 41']) == {8, 9, 41, 43}
+    assert [c["span"] for c in cells("runner", ("cp", "runner"), "x")] == [2, 1]
+    assert [c["span"] for c in cells("hermes", ("runner", "hermes"), "x")] == [1, 2]
+    assert [c["text"] for c in cells("cp", None, "fact")] == ["fact", "", ""]
+    out = rows([{"type": "lifecycle", "seq": 8, "kind": "queued"}, "foreign text",
+                {"type": "telepathy", "seq": 9}], ["#8 …"])
+    assert [(r["type"], r["witness"]) for r in out] == [("lifecycle", True), ("text", False),
+                                                        ("text", False)]
+    mixed = [rec("GEN-001", "pass"), rec("GEN-002", "novel"), rec("GEN-003", "fail"),
+             rec("GEN-004", "expected-fail")]
+    assert [s.status for s in sections(mixed)] == ["fail", "expected-fail", "novel", "pass"]
+    assert columns(mixed)[0] == "fail" and "novel" in columns(mixed)
