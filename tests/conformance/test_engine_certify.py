@@ -157,8 +157,9 @@ def test_report_html_is_self_contained_redacted_and_escaped(bundle) -> None:
     assert "-&gt; POST /api/runner/result epoch=1" in html  # autoescaped, not raw markup
     assert '<details id="GEN-002" class="case" open>' in html
     assert "A stale-epoch result MUST be refused." in html
-    for offline in ("<script", "http://", "https://", "<link"):
+    for offline in ("<script src", "http://", "https://", "<link"):
         assert offline not in html
+    assert html.count("<script>") == 1  # the route filter's few inline lines, nothing fetched
 
 
 def test_certificate_figures_and_identity(bundle) -> None:
