@@ -9,7 +9,8 @@ Rules:
   (``error``, ``timeout``…) keeps its evidence without a change here; ``all`` keeps every one;
   ``none`` keeps none.
 - A transcript not kept leaves its digest (:func:`digest`): the item count and the sha256 of its
-  canonical JSON, so two runs can still tell whether a passing case saw the same wire.
+  canonical JSON (what the case saw, how much, identified; ids, tokens and times differ from run
+  to run, so two runs' digests of one passing case differ too).
 """
 
 from __future__ import annotations
