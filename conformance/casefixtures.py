@@ -72,8 +72,9 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     the plain idle world the previous case left (:mod:`conformance.kept_worlds`; a case with
     world options, or marked ``fresh=True``, always gets a fresh one).
 
-    After the case, the world's redacted transcript (:func:`transcript_of`) joins the case result and a secret found by
-    ``world.scan_for_secrets()`` in anything the runner printed fails the case.
+    After the case, the world's redacted transcript (:func:`transcript_of`) joins the case
+    result and a secret found by ``world.scan_for_secrets()`` in anything the runner printed
+    fails the case.
     """
     state = request.node.stash.get(STATE, None)
     options = dict(state.options) if state else {}
