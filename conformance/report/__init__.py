@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import jinja2
 
-from ..results import RunResults, redact
+from ..results import PRECEDENCE, STATUS_TABLE, STATUSES, RunResults, redact, verdict_line
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("conformance.report", "templates"),
@@ -29,8 +29,7 @@ _ENV = jinja2.Environment(
 def family_table(results: RunResults) -> list[dict[str, object]]:
     rows: dict[str, dict[str, int]] = {}
     for c in results.cases:
-        row = rows.setdefault(c.family, {"pass": 0, "fail": 0, "not-applicable": 0,
-                                         "expected-fail": 0, "stale": 0})
+        row = rows.setdefault(c.family, dict.fromkeys(STATUSES, 0))
         row[c.status] += 1
     return [{"family": f, **counts} for f, counts in sorted(rows.items())]
 
@@ -40,6 +39,7 @@ def render_html(results: RunResults, *, secrets: Iterable[str] = (), identity: d
     html = _ENV.get_template("report.html.j2").render(
         r=results, counts=results.counts(), families=family_table(results),
         must=(mp, mt), should=(sp, st), ok=results.ok(), identity=identity or {},
-        order={"fail": 0, "stale": 1, "expected-fail": 2, "pass": 3, "not-applicable": 4},
+        verdict=results.verdict(), verdict_line=verdict_line(results),
+        statuses=STATUS_TABLE, order={s: i for i, s in enumerate(PRECEDENCE)},
     )
     return redact(html, secrets)
