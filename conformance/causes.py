@@ -34,8 +34,8 @@ NORMALISE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b\d+\.\d+\b"), "<n>"),
     (re.compile(r"\b\d{3,}\b"), "<n>"),
 )
-_CLASS_PREFIX = re.compile(r"^[A-Z][A-Za-z0-9_.]*(?:Error|Exited|Exception|Timeout|Failed|Unjudged|"
-                           r"Program|Warning): ")
+_CLASS_PREFIX = re.compile(r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exited|Exception|Timeout|Failed|"
+                           r"Unjudged|Program|Warning): ")
 
 
 def cause(c: CaseResult) -> str:

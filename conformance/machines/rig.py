@@ -40,8 +40,9 @@ WAIT = 10.0
 async def within(what: str, aw: Awaitable[T], timeout: float = WAIT) -> T:
     """Await ``aw`` for at most ``timeout`` seconds; on expiry ``TimeoutError`` names ``what``
     was awaited (every wait of the machines and the matrix is bounded and says what it was)."""
+    timeout = scaled(timeout)
     try:
-        return await asyncio.wait_for(aw, scaled(timeout))
+        return await asyncio.wait_for(aw, timeout)
     except TimeoutError:
         raise TimeoutError(f"waited {timeout:g}s for {what}") from None
 
