@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from .case_row import LEVELS, Case
-from .environment import PROGRAMS
+from .programs import PROGRAMS
 from .rows import ALL_ROWS
 
 #: family prefix -> family name (the ten families of the design brief; property families later).

@@ -1,8 +1,9 @@
 """The machine a run needs: every external program a case uses, as one table that runs.
 
 Rules of this module:
-- :data:`PROGRAMS` is the table: a program's name, the Debian package that installs it, and the
-  files whose presence means it is there (globs). Nothing else in the harness names a package.
+- :data:`~conformance.programs.PROGRAMS` is the table (data only, in its own module): a
+  program's name, its Debian package, the files whose presence means it is there (globs).
+  Nothing else in the harness names a package.
 - Which cases need a program is not listed here: a catalogue row declares it
   (``Case(..., needs=("faketime",))``), the catalogue refuses a need that is not in this table,
   and a case that *uses* a program its row does not declare ends ``error`` (the harness code
@@ -22,32 +23,10 @@ import glob
 import os
 import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from .programs import HOUSE_PROGRAMS, PROGRAMS
 
 ROOT_ENV = "CONFORMANCE_LIBRARY_ROOT"
-
-
-@dataclass(frozen=True)
-class Program:
-    name: str
-    package: str  # Debian package
-    files: tuple[str, ...]  # globs under the root; any hit means installed
-    why: str
-
-
-PROGRAMS: dict[str, Program] = {p.name: p for p in (
-    Program("faketime", "faketime",
-            ("usr/lib/*/faketime/libfaketimeMT.so.1", "usr/lib/faketime/libfaketimeMT.so.1"),
-            "libfaketime preloaded into the runner to move its clock (receipt retirement, "
-            "lease re-checks)"),
-)}
-
-#: programs only the house tests use (tests/, e2e/), not any conformance case: installed by
-#: ``scripts/setup.sh --test``; listed so that the one table names every program of the repo.
-HOUSE_PROGRAMS: dict[str, Program] = {p.name: p for p in (
-    Program("node", "nodejs", ("usr/bin/node",), "cross-checks against upstream's TypeScript"),
-    Program("chromium", "chromium", ("usr/bin/chromium",), "the admin e2e and report tests"),
-)}
 
 
 def root() -> str:
