@@ -110,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return demo_main(rest)
     if cmd == "certify":
+        from .preflight import problem
+
+        if (why := problem(rest)) is not None:
+            print(f"certify: error: {why}", file=sys.stderr)
+            return 2
         from .certify import main as certify_main
 
         return certify_main(rest)

@@ -68,3 +68,16 @@ def test_setup_sh_asks_the_table_what_to_install(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "conformance", "environment", "--missing-packages"],
                          capture_output=True, text=True, env=env, check=True, cwd=ROOT)
     assert out.stdout.split() == ["faketime"]
+
+
+def test_without_the_setup_the_answer_is_still_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    from conformance import preflight
+
+    monkeypatch.setattr(preflight, "find_spec", lambda name: None if name == "rich" else object())
+    monkeypatch.setenv(environment.ROOT_ENV, str(tmp_path))
+    line = preflight.problem([])
+    assert line is not None and "\n" not in line
+    assert "Debian package 'faketime'" in line and "(rich): run scripts/setup.sh" in line
+    monkeypatch.setattr(preflight, "find_spec", lambda name: object())
+    assert preflight.problem([]) is None  # then certify checks everything itself
