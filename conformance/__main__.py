@@ -5,6 +5,7 @@
   cases          the case catalogue (--markdown prints docs/conformance-cases.md, --write rewrites it)
   baseline       a baseline of the failing cases of a results.json (to adopt the suite)
   spec-coverage  MUST/SHOULD sentences of a markdown spec without case IDs
+  environment    the external programs the cases need, and which are missing (scripts/setup.sh)
   demo           the end-to-end walkthrough
 """
 
@@ -23,6 +24,7 @@ commands:
   cases [--markdown | --write]
   baseline RESULTS_JSON [-o FILE]
   spec-coverage FILE.md
+  environment [--profile core|team-tools|all] [--with PROGRAM …] [--missing-packages]
   demo [--runner-cmd CMD] [--out DIR]"""
 
 
@@ -70,6 +72,33 @@ def _baseline(args: list[str]) -> int:
     return 0
 
 
+def _environment(args: list[str]) -> int:
+    import argparse
+
+    from .catalogue import CATALOGUE, PROFILES
+    from .environment import HOUSE_PROGRAMS, PROGRAMS, installed, needed
+
+    p = argparse.ArgumentParser(prog="python -m conformance environment")
+    p.add_argument("--profile", default="core", choices=sorted(PROFILES))
+    p.add_argument("--with", dest="extra", action="append", default=[],
+                   choices=sorted(HOUSE_PROGRAMS), help="a program of the house tests too")
+    p.add_argument("--missing-packages", action="store_true",
+                   help="print only the Debian packages to install, one line")
+    ns = p.parse_args(args)
+    need = needed(CATALOGUE.in_profile(ns.profile))
+    names = sorted(need) + sorted(set(ns.extra))
+    table = {**PROGRAMS, **HOUSE_PROGRAMS}
+    if ns.missing_packages:
+        print(" ".join(sorted({table[n].package for n in names if not installed(n)})))
+        return 0
+    for name in sorted(table):
+        prog = table[name]
+        users = ", ".join(need.get(name, [])) or ("house tests" if name in HOUSE_PROGRAMS else "-")
+        state = "installed" if installed(name) else "MISSING"
+        print(f"{name:10} {state:9} Debian {prog.package:10} {prog.why}; needed by {users}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
@@ -81,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return demo_main(rest)
     if cmd == "certify":
+        from .preflight import problem
+
+        if (why := problem(rest)) is not None:
+            print(f"certify: error: {why}", file=sys.stderr)
+            return 2
         from .certify import main as certify_main
 
         return certify_main(rest)
@@ -96,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         return _cases(rest)
     if cmd == "baseline":
         return _baseline(rest)
+    if cmd == "environment":
+        return _environment(rest)
     print(f"unknown command: {cmd} (python -m conformance --help)", file=sys.stderr)
     return 2
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from signal import SIGKILL, SIGTERM
 from typing import Any, Protocol, TypeVar
 
+from .bounds import scaled
 from .process import (
     LineTimeout,
     Process,
@@ -278,6 +279,7 @@ class RunnerUnderTest:
         exit_task: asyncio.Future[Any] = asyncio.ensure_future(self.process.wait())
         both: set[asyncio.Future[Any]] = {work, exit_task}
         try:
+            timeout = scaled(timeout)
             done, _ = await asyncio.wait(both, timeout=timeout,
                                          return_when=asyncio.FIRST_COMPLETED)
             if work in done:

@@ -18,6 +18,8 @@ class Case:
     family: str
     feature: str = "core"
     upstream: str | None = None
+    #: external programs the case needs (keys of conformance.environment.PROGRAMS)
+    needs: tuple[str, ...] = ()
 
     @property
     def prefix(self) -> str:

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from .case_row import LEVELS, Case
+from .programs import PROGRAMS
 from .rows import ALL_ROWS
 
 #: family prefix -> family name (the ten families of the design brief; property families later).
@@ -87,6 +88,9 @@ def _row_problems(row: Case, families: dict[str, str], features: dict[str, str])
         yield "section is empty"
     if row.upstream is not None and not UPSTREAM_RE.match(row.upstream):
         yield "upstream anchor must look like runner.test.ts#14"
+    for name in row.needs:
+        if name not in PROGRAMS:
+            yield f"needs {name!r}, which conformance/environment.py's PROGRAMS does not list"
 
 
 class Catalogue:

@@ -6,8 +6,14 @@ plugin's options) under a live ``rich`` progress display, then adds the reports:
 ``certificate.md`` and ``badge.svg``. Several ``--runner-cmd`` give one bundle each under
 ``--out`` plus a side-by-side ``matrix.md``.
 
-Exit codes: 0 every applicable MUST passes or is baselined (and no baseline entry is stale);
-1 it does not; 2 a bad invocation (one line on stderr, never a traceback).
+Before anything runs, the programs the selected cases need (conformance/environment.py) are
+checked: one missing is exit 2 with one line naming its Debian package and the install command,
+unless ``--skip-unavailable`` reports those cases ``not-run``.
+
+Exit codes (results.VERDICTS): 0 PASS, or conforms except baselined MUST cases; 1 FAIL (an
+applicable MUST fails or a baseline entry is stale); 2 a bad invocation or a missing program
+(one line on stderr, never a traceback); 3 INCOMPLETE (no MUST fails, but a case could not be
+judged: error, timeout, not-run). With several runners the worst wins (1, then 3, then 0).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -28,9 +35,12 @@ import pytest
 
 from .baseline import BaselineError
 from .baseline import load as load_baseline
+from .bounds import MultiplierError, set_multiplier
+from .bounds import parse as parse_multiplier
 from .catalogue import CATALOGUE, PROFILES, case_patterns
+from .environment import install_line, missing
 from .plugin import DEFAULT_RUNNER_CMD, load_catalogue
-from .results import ResultsError, RunResults
+from .results import VERDICT_BY_NAME, ResultsError, RunResults
 from .results import load as load_results
 from .transcripts import DEFAULT as TRANSCRIPTS
 from .transcripts import POLICIES
@@ -39,7 +49,7 @@ USAGE = """\
 python -m conformance certify --runner-cmd "CMD … {config} …" [--runner-cmd …]
        [--profile core|team-tools|all] [--baseline FILE] [--cases PATTERN] [-x]
        [--out DIR] [-j N] [--runner-file PATH …] [--hermes scripted|real[:PATH]] [--seed N]
-       [--transcripts failing|all|none]"""
+       [--transcripts failing|all|none] [--timeout-multiplier X] [--skip-unavailable]"""
 
 
 class InvocationError(Exception):
@@ -76,6 +86,11 @@ def parser() -> argparse.ArgumentParser:
                         "failing (default: every case that did not pass), all, none (the others "
                         "keep a digest)")
     p.add_argument("--no-progress", action="store_true", help="no live display")
+    p.add_argument("--timeout-multiplier", type=str, default=None, metavar="X",
+                   help="scale every bound of the harness by X (a slow machine or runner)")
+    p.add_argument("--skip-unavailable", action="store_true",
+                   help="report the cases whose program is not installed as not-run (the "
+                        "verdict is then INCOMPLETE, never PASS) instead of exit 2")
     # engine tests and third-party suites: what to collect, the catalogue, the world factory
     p.add_argument("--suite", default=None, help=argparse.SUPPRESS)
     p.add_argument("--catalogue", default=None, help=argparse.SUPPRESS)
@@ -121,6 +136,26 @@ def check(args: argparse.Namespace) -> None:
             raise InvocationError(f"--hermes {args.hermes}: {reason}")
     if args.jobs is not None and args.jobs < 1:
         raise InvocationError("-j must be at least 1")
+    if args.timeout_multiplier is not None:
+        try:
+            args.timeout_multiplier = parse_multiplier(args.timeout_multiplier)
+        except MultiplierError as exc:
+            raise InvocationError(str(exc)) from None
+    check_environment(args)
+
+
+def check_environment(args: argparse.Namespace) -> None:
+    """The programs the selection needs are installed (else one line, exit 2), unless
+    ``--skip-unavailable`` (then the session reports those cases not-run)."""
+    if args.skip_unavailable:
+        return
+    try:
+        catalogue = load_catalogue(args.catalogue) if args.catalogue else CATALOGUE
+    except Exception:  # noqa: BLE001 - the session itself reports an unloadable catalogue
+        return
+    absent = missing(catalogue.selection(args.profile, case_patterns(args.cases)))
+    if absent:
+        raise InvocationError(install_line(absent))
 
 
 #: A worker costs about as much as a few cases to start (a Python process importing the suite,
@@ -170,6 +205,10 @@ def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> lis
         a += ["--conformance-exitfirst"]
     if args.fresh_worlds:
         a += ["--conformance-fresh-worlds"]
+    if args.skip_unavailable:
+        a += ["--conformance-skip-unavailable"]
+    if args.timeout_multiplier is not None:
+        a += ["--timeout-multiplier", repr(args.timeout_multiplier)]
     if args.jobs > 1:
         # worksteal: a worker that runs dry takes queued cases from the other, so one long
         # case (a fault-matrix row) near the end does not leave a core idle.
@@ -240,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "big")
+    if args.timeout_multiplier is not None:
+        set_multiplier(args.timeout_multiplier)  # this process's bounds too (world start-up)
     root = Path(args.out)
     runs: list[tuple[str, Path, RunResults]] = []
     for i, cmd in enumerate(args.runner_cmd):
@@ -262,4 +303,13 @@ def main(argv: list[str] | None = None) -> int:
         named = [(str(out.name), res) for _, out, res in runs]
         (root / "matrix.md").write_text(matrix_markdown(named))
         print_matrix(named)
-    return 0 if all(res.ok() for _, _, res in runs) else 1
+    return exit_code(res for _, _, res in runs)
+
+
+#: the exit codes of the verdicts, worst first: several runners exit with the worst
+EXIT_ORDER = (1, 3, 0)
+
+
+def exit_code(runs: Iterable[RunResults]) -> int:
+    codes = {VERDICT_BY_NAME[res.verdict()].exit for res in runs}
+    return next((c for c in EXIT_ORDER if c in codes), 0)

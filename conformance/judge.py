@@ -4,8 +4,12 @@ Rules of this module:
 - A case item accumulates a :class:`CaseState` over setup, call and teardown: one phase status
   each (``pass``, ``fail``, ``not-applicable``, ``expected-fail``), the first
   :class:`~conformance.verdict.CaseFailed`'s expected/actual/witness, the world, the transcript.
-- A skip is *not-applicable*. A failure of a baselined case becomes ``expected-fail`` and is
-  shown as xfail; a failure of any other case is ``fail``.
+- A skip is *not-applicable* (``not-run`` when its reason says so). A failing phase gets the
+  status :data:`CLASSIFY` gives its exception (looked up along the exception's MRO; a wrapper
+  (``judged_by_cause``) is judged by its cause): an expectation about the runner or the runner's
+  death is ``fail``, a bounded wait of the harness that ran out is ``timeout``, anything else the
+  harness raised is ``error``. A ``fail`` of a baselined case becomes ``expected-fail`` (shown
+  as xfail); a baselined case that errs keeps ``error``/``timeout``.
 - Every report leaving the process is redacted with the world's secrets (its long text and
   its captured sections).
 - :func:`merge` folds the records of one case ID (a parametrized case) into one: worst wins.
@@ -20,11 +24,13 @@ from typing import Any
 
 import pytest
 
+from .adapter import RunnerExited
 from .catalogue import Case
+from .process import MissingProgram, ProcessExited
 from .results import CaseResult, combine, redact
 from .secrets import Secrets
 from .transcripts import digest
-from .verdict import CaseFailed
+from .verdict import NOT_RUN, CaseFailed, Unjudged
 
 
 def load_object(spec: str) -> Any:
@@ -71,6 +77,45 @@ def attach(node: pytest.Item, **data: Any) -> None:
     node.user_properties.extend((f"data.{k}", str(v)) for k, v in data.items())
 
 
+#: exception type -> the case status it gives; the first class of the exception's MRO found
+#: here wins (so a subclass can be listed before its base).
+CLASSIFY: dict[type[BaseException], str] = {
+    CaseFailed: "fail",      # expected vs actual with its witness
+    Unjudged: "error",       # a case that says it could not judge (its .status is used)
+    RunnerExited: "fail",    # the runner died while the harness waited on it
+    ProcessExited: "fail",   # the same, seen by a line wait
+    MissingProgram: "error",  # a program the harness needs is not installed
+    TimeoutError: "timeout",  # a bounded wait of the harness ran out (no runner fault shown)
+    AssertionError: "fail",  # invariant violations, machine/cell failures, a plain assert
+    pytest.fail.Exception: "fail",  # pytest.fail() (pytest-timeout's is told apart below)
+    OSError: "error",        # no free port, a file of the harness
+    BaseException: "error",  # any other exception of the harness, its own bugs included
+}
+#: a wrapper that carries the real exception as its ``__cause__`` says so with this class
+#: attribute (machines.run's MachineFailed, PinFailed): it is judged by the cause when the cause
+#: is not itself an expectation about the runner
+WRAPS_CAUSE = "judged_by_cause"
+#: pytest-timeout fails a case that overran its per-case bound with this message
+PYTEST_TIMEOUT = "Timeout >"
+
+
+def classify(exc: BaseException | None) -> str:
+    """The status of a failing phase whose exception is ``exc``."""
+    if exc is None:
+        return "fail"
+    if isinstance(exc, Unjudged):
+        return exc.status
+    if getattr(type(exc), WRAPS_CAUSE, False) and exc.__cause__ is not None:
+        cause = classify(exc.__cause__)
+        if cause != "fail":
+            return cause
+    if isinstance(exc, BaseExceptionGroup):
+        return combine(classify(e) for e in exc.exceptions)
+    if isinstance(exc, pytest.fail.Exception) and str(exc.msg or "").startswith(PYTEST_TIMEOUT):
+        return "timeout"
+    return next(CLASSIFY[k] for k in type(exc).__mro__ if k in CLASSIFY)
+
+
 def judge_phase(state: CaseState, rep: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
     state.duration += rep.duration
     secrets = state.secrets()
@@ -78,10 +123,11 @@ def judge_phase(state: CaseState, rep: pytest.TestReport, call: pytest.CallInfo[
     if isinstance(exc, CaseFailed) and not state.expected and not state.actual:
         state.expected, state.actual, state.witness = exc.expected, exc.actual, list(exc.witness)
     if rep.skipped and not hasattr(rep, "wasxfail"):
-        state.phases.append("not-applicable")
         longrepr = rep.longrepr
         state.detail = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+        state.phases.append(NOT_RUN if NOT_RUN + ":" in state.detail else "not-applicable")
     elif rep.failed:
+        status = classify(exc)
         if not state.detail and not isinstance(exc, CaseFailed):
             state.detail = _first_lines(exc) if exc is not None else str(rep.longrepr)[:2000]
         if isinstance(exc, CaseFailed):
@@ -89,12 +135,12 @@ def judge_phase(state: CaseState, rep: pytest.TestReport, call: pytest.CallInfo[
             head = f"{state.case_id} [{row.level}] {row.requirement}\n" if row else ""
             where = rep.location
             rep.longrepr = f"{head}{exc.render()}\n({where[0]}:{(where[1] or 0) + 1})"
-        if state.baselined:
+        if state.baselined and status == "fail":
             rep.outcome = "skipped"
             rep.wasxfail = f"baseline: {state.case_id}"  # type: ignore[attr-defined]
             state.phases.append("expected-fail")
         else:
-            state.phases.append("fail")
+            state.phases.append(status)
     else:
         state.phases.append("pass")
     if secrets:

@@ -38,6 +38,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bounds import scaled
+
 #: How long a world may take to park its next poll before it counts as not idle.
 IDLE_TIMEOUT = 5.0
 
@@ -179,7 +181,7 @@ async def _tidy(world: Any) -> str | None:
     world.hermes.core.pauses.disarm_unreached()
     for ch in list(world.cp.channels(world.runner_id).values()):
         try:
-            await asyncio.wait_for(world.cp.close_channel(ch), IDLE_TIMEOUT)
+            await asyncio.wait_for(world.cp.close_channel(ch), scaled(IDLE_TIMEOUT))
         except Exception as exc:
             return f"tidy: closing a channel left open failed ({type(exc).__name__})"
     if not await _until(lambda: not world.hermes.core.conns):

@@ -34,19 +34,21 @@ from typing import Any
 
 import pytest
 
-from . import casefixtures, hypothesis_profiles
+from . import bounds, casefixtures, environment, hypothesis_profiles
 from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .catalogue import PROFILES, Case, Catalogue, case_patterns, matches
+from .causes import cause_lines
 from .judge import STATE, CaseState, judge_phase, load_object, merge
+from .junit import rewrite as rewrite_junit
 from .kept_worlds import KEEPABLE_WORLD, keeps_worlds, shares_world, world_key
 from .marks import ANY_HERMES, LONG, MARK, case_mark, is_long, runs_on_any_hermes
-from .results import CaseResult, RunResults, combine, dump, redact, redact_data
+from .results import CaseResult, RunResults, combine, dump, redact, redact_data, verdict_line
 from .run_order import case_order
 from .transcripts import DEFAULT as TRANSCRIPTS
 from .transcripts import POLICIES
 from .transcripts import keep as keep_transcript
-from .verdict import CaseFailed
+from .verdict import NOT_RUN, CaseFailed
 
 DEFAULT_CATALOGUE = "conformance.catalogue:CATALOGUE"
 DEFAULT_WORLD = KEEPABLE_WORLD  # conformance.worlds:open_world
@@ -89,6 +91,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "a digest (conformance/transcripts.py)")
     g.addoption("--runner-file", action="append", default=[], metavar="PATH",
                 help="runner file to fingerprint on the certificate (repeatable)")
+    g.addoption("--timeout-multiplier", default=None, metavar="X",
+                help="scale every bound of the harness by X (also $" + bounds.ENV + ")")
+    g.addoption("--conformance-skip-unavailable", action="store_true",
+                help="report the cases whose program is not installed as not-run "
+                     "(conformance/environment.py) instead of running them")
     parser.addini("conformance_catalogue", "catalogue as MODULE:ATTR", default=DEFAULT_CATALOGUE)
     parser.addini("conformance_world", "world factory as MODULE:ATTR", default=DEFAULT_WORLD)
 
@@ -196,6 +203,9 @@ class Conformance:
             skip = self.hermes_skip(item)
             if skip is not None:
                 item.add_marker(pytest.mark.skip(reason=f"not-applicable: {skip}"))
+            elif row is not None and (absent := self.unavailable(row)):
+                item.add_marker(pytest.mark.skip(reason=f"{NOT_RUN}: {absent}"))
+            self._scale_timeout(item)
             item.stash[STATE] = CaseState(case_id, row, options, case_id in self.baseline,
                                           self.case_seed(item.nodeid))
             props = [("case_id", case_id)]
@@ -217,6 +227,37 @@ class Conformance:
             keep[i] = it
         items[:] = keep
 
+    def unavailable(self, row: Case) -> str | None:
+        """Under ``--conformance-skip-unavailable``: why ``row`` cannot run here, else None."""
+        if not self.config.getoption("conformance_skip_unavailable", False):
+            return None
+        absent = environment.missing([row])
+        if not absent:
+            return None
+        return "; ".join(f"{name} is not installed (Debian package "
+                         f"'{environment.PROGRAMS[name].package}')" for name in sorted(absent))
+
+    def _scale_timeout(self, item: pytest.Item) -> None:
+        """pytest-timeout's per-case bound, times the run's multiplier."""
+        factor = bounds.multiplier()
+        if factor == 1.0 or not self.config.pluginmanager.hasplugin("timeout"):
+            return
+        mark = item.get_closest_marker("timeout")
+        base: Any = None
+        if mark is not None:
+            base = mark.args[0] if mark.args else mark.kwargs.get("timeout")
+        if base is None:
+            try:
+                base = self.config.getoption("timeout", None) or self.config.getini("timeout")
+            except (ValueError, KeyError):
+                return
+        try:
+            seconds = float(base)
+        except (TypeError, ValueError):
+            return
+        if seconds > 0:
+            item.add_marker(pytest.mark.timeout(seconds * factor))
+
     def _share_key(self, item: pytest.Item) -> str | None:
         state = item.stash.get(STATE, None)
         if state is None or not shares_world(state.options):
@@ -226,6 +267,8 @@ class Conformance:
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         state = item.stash.get(STATE, None)
+        if state is not None:
+            environment.take_uses()  # what this case uses is counted from here
         if state is not None and state.row is None:
             raise CaseFailed(f"a catalogue row for {state.case_id}",
                              f"{state.case_id} is not in the catalogue ({item.nodeid})")
@@ -250,6 +293,12 @@ class Conformance:
                             "remove it from the baseline")
             state.phases.append("stale")
             state.detail = str(rep.longrepr)
+        undeclared = environment.take_uses() - set(state.row.needs if state.row else ())
+        if undeclared:
+            state.phases.append("error")
+            state.detail = (f"harness: the case used {', '.join(sorted(undeclared))} but its "
+                            f"catalogue row does not declare needs={tuple(sorted(undeclared))!r} "
+                            "(conformance/environment.py)\n" + state.detail)
         status = combine(state.phases)
         rep.user_properties.append(("status", status))
         row = state.row
@@ -297,9 +346,13 @@ class Conformance:
             hermes=self.config.option.hermes, baseline=self.baseline_path,
             cases=merge(self.records))
 
+    @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_controller and self.out is not None:
             dump(self.results(), self.out / "results.json")
+        xml = getattr(self.config.option, "xmlpath", None)
+        if self.is_controller and xml:
+            rewrite_junit(Path(xml))  # after pytest's junitxml wrote it (trylast)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.is_controller or not self.records:
@@ -310,19 +363,21 @@ class Conformance:
         tr.write_sep("=", "conformance")
         (mp, mt), (sp, st) = res.level_figures("MUST"), res.level_figures("SHOULD")
         counts = ", ".join(f"{n} {s}" for s, n in res.counts().items() if n)
-        tr.write_line(f"MUST {mp}/{mt}  SHOULD {sp}/{st}  ({counts})  seed {self.seed}")
-        for c in res.cases:
-            if c.status in ("fail", "stale"):
-                tr.write_line(f"{c.status.upper():6} {c.id} [{c.level}] {c.requirement}")
-                if c.expected or c.actual:
-                    tr.write_line(f"       expected: {c.expected}")
-                    tr.write_line(f"       actual:   {c.actual}")
+        tr.write_line(f"{verdict_line(res)}  MUST {mp}/{mt}  SHOULD {sp}/{st}  ({counts})  "
+                      f"seed {self.seed}")
+        for line in cause_lines(res.cases):
+            tr.write_line(line)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(case_id, **world_options): a conformance case")
     config.addinivalue_line("markers", f"{ANY_HERMES}: a case that also runs on a real Hermes")
     config.addinivalue_line("markers", f"{LONG}: a long case, started first under xdist")
+    if config.option.timeout_multiplier is not None:
+        try:
+            bounds.set_multiplier(bounds.parse(str(config.option.timeout_multiplier)))
+        except bounds.MultiplierError as exc:
+            raise pytest.UsageError(str(exc)) from None
     hypothesis_profiles.register(Path(config.option.conformance_out) if config.option.conformance_out else None)
     plugin = Conformance(config)
     config.pluginmanager.register(plugin, "conformance-session")

@@ -28,13 +28,15 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import glob
 import os
 import re
 import signal
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
+
+from . import environment
+from .bounds import scaled
 
 SCRUBBED_PREFIXES = ("HERMES_", "FAKE_SERVER")
 DRAIN_TIMEOUT = 2.0  # after the leader exits, how long the pipes may take to reach EOF
@@ -70,6 +72,10 @@ class StartError(ProcessError):
     """The command could not be started (not found, not executable, bad argv)."""
 
 
+class MissingProgram(StartError):
+    """A program the harness needs is not installed (conformance/environment.py)."""
+
+
 class ProcessExited(ProcessError):
     """The process exited while the caller waited for something else."""
 
@@ -98,9 +104,9 @@ FAKETIME_LIB = "/usr/$LIB/faketime/libfaketimeMT.so.1"  # what /usr/bin/faketime
 
 
 def faketime_installed() -> bool:
-    """Whether Debian's libfaketime (package ``faketime``) is there to preload."""
-    return bool(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1")
-                or os.path.exists("/usr/lib/faketime/libfaketimeMT.so.1"))
+    """Whether Debian's libfaketime (package ``faketime``) is there to preload (the one
+    table: :data:`conformance.environment.PROGRAMS`)."""
+    return environment.installed("faketime")
 
 
 def faketime_env(offset: float, *, fake_monotonic: bool = False,
@@ -114,8 +120,9 @@ def faketime_env(offset: float, *, fake_monotonic: bool = False,
     ``$LIB`` is expanded by the dynamic loader, as the wrapper relies on. With
     ``timestamp_file`` the offset is read from that file at every clock read instead (see
     :func:`write_clock_offset`; ``offset`` is written there first)."""
+    environment.note_use("faketime")
     if not faketime_installed():
-        raise StartError("faketime is not installed (Debian package 'faketime')")
+        raise MissingProgram("faketime is not installed (Debian package 'faketime')")
     preload = (base or {}).get("LD_PRELOAD", "")
     env = {"LD_PRELOAD": f"{FAKETIME_LIB} {preload}".strip(), "FAKETIME": f"{offset:+.6f}s"}
     if timestamp_file is not None:
@@ -316,6 +323,7 @@ class Process:
             return hits[count - 1] if len(hits) >= count else None
 
         loop = asyncio.get_running_loop()
+        timeout = scaled(timeout)
         end = loop.time() + timeout
         drained_by: float | None = None
         while True:
@@ -339,7 +347,7 @@ class Process:
         """The exit code (``-N`` for signal N); raises ``TimeoutError`` after ``timeout``."""
         if self.proc is None:
             raise ProcessError("not started")
-        code = await asyncio.wait_for(self.proc.wait(), timeout)
+        code = await asyncio.wait_for(self.proc.wait(), None if timeout is None else scaled(timeout))
         await self._drain()
         return code
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,11 +20,15 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
+from .causes import cause_lines
 from .report import family_table
-from .results import RunResults
+from .results import STATUSES, RunResults, verdict_line
 
-STYLE = {"pass": "green", "fail": "bold red", "not-applicable": "dim", "expected-fail": "yellow",
-         "stale": "magenta"}
+STYLE = {"pass": "green", "fail": "bold red", "error": "bold bright_red", "timeout": "bold cyan",
+         "not-run": "blue", "not-applicable": "dim", "expected-fail": "yellow", "stale": "magenta"}
+#: the verdict's colour (results.VERDICTS)
+VERDICT_STYLE = {"pass": "green", "baselined": "yellow", "incomplete": "bold cyan",
+                 "fail": "bold red"}
 
 
 class Progress:
@@ -66,23 +71,20 @@ class Progress:
 
 
 def print_summary(results: RunResults, out: Path, console: Console | None = None) -> None:
+    """The family table, the verdict line, then the causes folded (the most common first)."""
     con = console or Console()
     table = Table(title=f"{results.runner_cmd}", title_justify="left")
-    for col in ("family", "pass", "fail", "expected-fail", "stale", "not-applicable"):
+    columns = [s for s in STATUSES if s == "pass" or any(c.status == s for c in results.cases)]
+    for col in ("family", *columns):
         table.add_column(col, justify="left" if col == "family" else "right")
     for row in family_table(results):
-        table.add_row(str(row["family"]), *(str(row[c]) for c in
-                      ("pass", "fail", "expected-fail", "stale", "not-applicable")))
+        table.add_row(str(row["family"]), *(str(row[c]) for c in columns))
     con.print(table)
-    for c in results.cases:
-        if c.status in ("fail", "stale"):
-            con.print(f"[{STYLE[c.status]}]{c.status.upper()}[/] {c.id} [{c.level}] {c.requirement}",
-                      markup=True, highlight=False)
-            if c.expected or c.actual:
-                con.print(f"    expected: {c.expected}\n    actual:   {c.actual}", markup=False,
-                          highlight=False)
-            con.print(f"    replay:   {c.replay}", markup=False, highlight=False, soft_wrap=True)
     (mp, mt), (sp, st) = results.level_figures("MUST"), results.level_figures("SHOULD")
-    verdict = "[green]PASS[/]" if results.ok() else "[bold red]FAIL[/]"
-    con.print(f"{verdict}  profile {results.profile}  MUST {mp}/{mt}  SHOULD {sp}/{st}  "
-              f"seed {results.seed}  bundle {out}/", highlight=False)
+    counts = ", ".join(f"{n} {s}" for s, n in results.counts().items() if n and s != "pass")
+    verdict = f"[{VERDICT_STYLE[results.verdict()]}]{escape(verdict_line(results))}[/]"
+    con.print(f"{verdict}  profile {results.profile}  MUST {mp}/{mt}  SHOULD {sp}/{st}"
+              f"{'  (' + counts + ')' if counts else ''}  seed {results.seed}  bundle {out}/",
+              highlight=False)
+    for line in cause_lines(results.cases):
+        con.print(line, markup=False, highlight=False, soft_wrap=True)

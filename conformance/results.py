@@ -4,10 +4,15 @@ Rules of this module:
 - One record per case: id, level, family, feature, section, requirement, status, expected,
   actual, witness, transcript (redacted JSON objects; or its digest, see
   :mod:`conformance.transcripts`), seed, duration, replay command, nodeid.
-- Statuses: ``pass``, ``fail``, ``not-applicable``, ``expected-fail`` (baselined and failing),
-  ``stale`` (baselined but passing: fails the run). A case's status is the worst of its phases
-  in the order of :data:`PRECEDENCE`.
-- The run passes (exit 0) only when no applicable MUST is ``fail`` and nothing is ``stale``.
+- Statuses are the rows of :data:`STATUS_TABLE` (what each means, its JUnit element, what it
+  does to the verdict): the runner's (``pass``, ``fail``), the harness's (``error``: the
+  harness could not judge; ``timeout``: a wait of the harness ran out and nothing shows the
+  runner at fault), and the run's (``not-run``, ``not-applicable``, ``expected-fail``,
+  ``stale``). A case's status is the worst of its phases in the order of :data:`PRECEDENCE`.
+- The verdict is the first row of :data:`VERDICTS` that holds: FAIL (exit 1) when an
+  applicable MUST is ``fail`` or a baseline entry is ``stale``; INCOMPLETE (exit 3) when a case
+  could not be judged (``error``, ``timeout``, ``not-run``); BASELINED (exit 0, "conforms
+  except N baselined MUST cases") when a MUST is ``expected-fail``; PASS (exit 0) otherwise.
   A failing SHOULD or MAY is reported, counted on the certificate, and does not fail the run.
 - Every string that leaves the harness passes through the one redactor
   (:func:`conformance.secrets.redact`, re-exported here) with the run's secrets.
@@ -20,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -34,9 +39,35 @@ from .secrets import redact_data as redact_data
 SCHEMA_VERSION = 2
 #: versions :func:`load` reads (a version-1 file: transcript items are text, no digests)
 READABLE_VERSIONS = (1, 2)
-STATUSES = ("pass", "fail", "not-applicable", "expected-fail", "stale")
+
+
+@dataclass(frozen=True)
+class Status:
+    name: str
+    junit: str | None  # the JUnit element of a case with this status (None: a plain testcase)
+    judged: bool       # whether the runner was judged (False: the run is INCOMPLETE)
+    meaning: str
+
+
+STATUS_TABLE: tuple[Status, ...] = (
+    Status("pass", None, True, "the runner meets the requirement"),
+    Status("fail", "failure", True, "the runner breaks the requirement (expected vs actual, "
+           "witness), or exited while the harness waited on it"),
+    Status("error", "error", False, "the harness could not judge: a program missing, no free "
+           "port, an exception of the harness itself"),
+    Status("timeout", "error", False, "a wait of the harness ran out and nothing the case saw "
+           "shows the runner at fault (scale the bounds with --timeout-multiplier)"),
+    Status("not-run", "skipped", False, "not run: a program it needs is not installed "
+           "(--skip-unavailable)"),
+    Status("not-applicable", "skipped", True, "the runner does not offer the feature the case needs"),
+    Status("expected-fail", "skipped", True, "baselined and failing (a known failure, still a failure)"),
+    Status("stale", "failure", True, "baselined but passing: remove it from the baseline"),
+)
+STATUSES = tuple(s.name for s in STATUS_TABLE)
+BY_STATUS = {s.name: s for s in STATUS_TABLE}
 #: worst first: the status of a case is the first of these any of its phases produced.
-PRECEDENCE = ("fail", "expected-fail", "stale", "not-applicable", "pass")
+PRECEDENCE = ("fail", "error", "timeout", "expected-fail", "stale", "not-run", "not-applicable",
+              "pass")
 
 
 def combine(phase_statuses: Iterable[str]) -> str:
@@ -96,9 +127,18 @@ class RunResults:
         return sum(c.status == "pass" for c in applicable), len(applicable)
 
     def ok(self) -> bool:
-        return not any(
-            (c.status == "fail" and c.level == "MUST") or c.status == "stale" for c in self.cases
-        )
+        """Whether the run exits 0 (PASS, or BASELINED)."""
+        return VERDICT_BY_NAME[self.verdict()].exit == 0
+
+    def verdict(self) -> str:
+        return next(v.name for v in VERDICTS if v.holds(self))
+
+    def baselined_must(self) -> list[str]:
+        return [c.id for c in self.cases if c.level == "MUST" and c.status == "expected-fail"]
+
+    def unjudged(self) -> list[str]:
+        return [c.id for c in self.cases
+                if c.status not in BY_STATUS or not BY_STATUS[c.status].judged]
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -107,6 +147,7 @@ class RunResults:
             "must": dict(zip(("passed", "total"), self.level_figures("MUST"), strict=True)),
             "should": dict(zip(("passed", "total"), self.level_figures("SHOULD"), strict=True)),
             "ok": self.ok(),
+            "verdict": self.verdict(),
         }
         order = ["schema_version"] + [k for k in d if k != "schema_version"]
         return {k: d[k] for k in order}
@@ -123,6 +164,40 @@ class RunResults:
         return cls(cases=[CaseResult(**{k: v for k, v in c.items() if k in case_keys})
                           for c in cases],
                    **{k: v for k, v in data.items() if k in run_keys})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    exit: int
+    holds: Callable[[RunResults], bool]
+    headline: str
+
+
+VERDICTS: tuple[Verdict, ...] = (
+    Verdict("fail", 1, lambda r: any((c.status == "fail" and c.level == "MUST")
+                                     or c.status == "stale" for c in r.cases),
+            "an applicable MUST fails or a baseline entry is stale"),
+    Verdict("incomplete", 3, lambda r: bool(r.unjudged()),
+            "not every case could be judged (error, timeout or not-run): no verdict on those"),
+    Verdict("baselined", 0, lambda r: bool(r.baselined_must()),
+            "conforms except the baselined MUST cases"),
+    Verdict("pass", 0, lambda r: True, "every applicable MUST passes"),
+)
+VERDICT_BY_NAME = {v.name: v for v in VERDICTS}
+
+
+def verdict_line(results: RunResults) -> str:
+    """The verdict in words, e.g. ``CONFORMS EXCEPT 2 BASELINED MUST CASES (DED-001, GEN-002)``."""
+    name = results.verdict()
+    if name == "baselined":
+        ids = results.baselined_must()
+        return f"CONFORMS EXCEPT {len(ids)} BASELINED MUST CASE{'S' if len(ids) > 1 else ''} " \
+               f"({', '.join(ids)})"
+    if name == "incomplete":
+        ids = results.unjudged()
+        return f"INCOMPLETE: {len(ids)} case{'s' if len(ids) > 1 else ''} not judged"
+    return name.upper()
 
 
 def schema() -> dict[str, Any]:

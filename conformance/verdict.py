@@ -6,6 +6,7 @@ Rules of this module:
   and ``witness``: the few wire-exchange lines that prove the verdict (redacted by the caller's
   world; the plugin redacts once more before anything is written).
 - :func:`expect` is the one-line form: ``expect(cond, expected=..., actual=..., witness=...)``.
+- :class:`Unjudged` ends a case the harness could not judge (``error`` / ``timeout``).
 - :func:`not_applicable` ends a case whose feature or precondition the runner does not offer;
   the plugin reports it as ``not-applicable``, never as a failure.
 """
@@ -18,6 +19,7 @@ from typing import NoReturn
 import pytest
 
 NOT_APPLICABLE = "not-applicable"
+NOT_RUN = "not-run"
 
 
 class CaseFailed(AssertionError):
@@ -35,6 +37,17 @@ class CaseFailed(AssertionError):
             lines.append("witness:")
             lines.extend(f"  {line}" for line in self.witness)
         return "\n".join(lines)
+
+
+class Unjudged(Exception):
+    """The case could not judge the runner: ``status`` is ``error`` or ``timeout`` (a harness
+    problem, never the runner's failure); the message says what happened."""
+
+    def __init__(self, status: str, message: str) -> None:
+        if status not in ("error", "timeout"):
+            raise ValueError(f"Unjudged status must be error or timeout, not {status!r}")
+        self.status = status
+        super().__init__(message)
 
 
 def expect(cond: object, *, expected: str, actual: object, witness: Iterable[str] = ()) -> None:

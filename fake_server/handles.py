@@ -18,6 +18,7 @@ from typing import Any
 from .clock import TimerHandle
 from .lifecycle import Event, Lifecycle, Outcome
 from .tool_calls import LeaseCalls
+from .waiting import scaled
 from .wire import Wire
 
 ToolHandler = Callable[[str, dict[str, Any]], Any]
@@ -107,10 +108,10 @@ class Command:
             self._on_expire(self)
 
     async def wait_delivered(self, timeout: float = 10.0) -> None:
-        await asyncio.wait_for(self._delivered.wait(), timeout)
+        await asyncio.wait_for(self._delivered.wait(), scaled(timeout))
 
     async def wait(self, timeout: float | None = None) -> Outcome:
-        return await asyncio.wait_for(asyncio.shield(self.future), timeout)
+        return await asyncio.wait_for(asyncio.shield(self.future), scaled(timeout))
 
     def __await__(self) -> Generator[Any, None, Outcome]:
         return asyncio.shield(self.future).__await__()
@@ -169,7 +170,7 @@ class Channel:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiters.append((type, fut))
         try:
-            return await asyncio.wait_for(fut, timeout)
+            return await asyncio.wait_for(fut, scaled(timeout))
         finally:
             if (type, fut) in self._waiters:
                 self._waiters.remove((type, fut))

@@ -38,6 +38,7 @@ from .registration import Registration
 from .store import Store
 from .timings import Extras, Limits, Timings
 from .verbs import CommandFailed, Verbs
+from .waiting import scaled
 
 __all__ = ["CommandFailed", "ControlPlane", "Registration"]
 
@@ -241,7 +242,7 @@ class ControlPlane(Verbs):
 
     async def _until(self, runner_id: str, cond: Callable[[Slot], Any], timeout: float) -> Any:
         """Await the first slot change after which ``cond(slot)`` is truthy; returns it."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(scaled(timeout)):
             while True:
                 slot = self.hub.slot(runner_id)
                 value = cond(slot)

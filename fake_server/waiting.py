@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+#: the harness's ``--timeout-multiplier`` (conformance/bounds.py sets it): every wait of a
+#: caller on the control plane's logs and handles scales with it (default 1)
+MULTIPLIER_ENV = "CONFORMANCE_TIMEOUT_MULTIPLIER"
+
+
+def scaled(timeout: float | None) -> float | None:
+    """A caller's bound times the run's multiplier (None stays None: no bound)."""
+    try:
+        factor = float(os.environ.get(MULTIPLIER_ENV) or 1.0)
+    except ValueError:
+        factor = 1.0
+    return None if timeout is None else timeout * (factor if factor > 0 else 1.0)
 
 
 class Waiters(Generic[T]):
@@ -38,7 +51,7 @@ class Waiters(Generic[T]):
         entry = (predicate, fut)
         self._waiting.append(entry)
         try:
-            return await asyncio.wait_for(fut, timeout)
+            return await asyncio.wait_for(fut, scaled(timeout))
         finally:
             if entry in self._waiting:
                 self._waiting.remove(entry)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything this project needs on a fresh Debian machine with Python >= 3.11.
-#   scripts/setup.sh          the package (enough for the demo / certify)
-#   scripts/setup.sh --test   plus test tools, Debian's chromium + faketime (for e2e and the suite)
+#   scripts/setup.sh          the package and the Debian programs the core profile's cases need
+#                             (faketime: conformance/environment.py is the one table), enough for
+#                             `python3 -m conformance certify`
+#   scripts/setup.sh --test   plus test tools, the programs of every profile and Debian's chromium
+#                             (for e2e and the suite)
 #                             and a real hermes-agent in its own venv (tests/real_hermes)
 #   scripts/setup.sh --hermes only that hermes-agent venv
 # The real Hermes lives in its own venv so that its pins never mix with ours:
@@ -22,21 +25,27 @@ install_hermes_agent() {
   [ -x "$venv/bin/python" ] || "$PY" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "hermes-agent==$HERMES_AGENT_VERSION"
 }
+# The Debian packages missing for "$@" (python -m conformance environment's options), installed.
+install_debian() {
+  local need
+  need=$("$PY" -m conformance environment --missing-packages "$@")
+  if [ -n "$need" ]; then
+    echo "installing Debian packages: $need"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086 # one word per package
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null
+  fi
+}
 if [ "${1:-}" = "--hermes" ]; then
   install_hermes_agent
 elif [ "${1:-}" = "--test" ]; then
   "$PY" -m pip install -q -e '.[test]'
-  need=""
-  [ -x /usr/bin/chromium ] || need="$need chromium"
-  command -v faketime >/dev/null 2>&1 || need="$need faketime"
-  if [ -n "$need" ]; then
-    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null
-  fi
+  install_debian --profile all --with chromium
   install_hermes_agent
 else
   "$PY" -m pip install -q -e .
+  install_debian --profile core
 fi
 if [ "${1:-}" != "--hermes" ]; then
   # An editable install compiles nothing, and where PYTHONDONTWRITEBYTECODE is set every process

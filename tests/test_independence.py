@@ -49,7 +49,7 @@ SANS_IO: tuple[str, ...] = (
     "runner_ref.timings", "runner_ref.js_text", "fake_server.admin_schemas",
     "runner_ref.teamtools.gates", "runner_ref.teamtools.call_rules", "runner_ref.teamtools.ids",
     "conformance.checks.*",
-    "conformance.catalogue", "conformance.case_row", "conformance.rows.*",
+    "conformance.catalogue", "conformance.case_row", "conformance.rows.*", "conformance.programs",
 )
 
 IO_MODULES = frozenset({

@@ -23,6 +23,7 @@ from typing import Any
 
 import aiohttp
 
+from conformance.bounds import scaled
 from fake_server import Channel, ControlPlane, Lease, Timings
 
 from ..adapter import RunnerUnderTest
@@ -300,7 +301,7 @@ def relay_lines(world: Any, lease: Lease) -> list[str]:
 async def refuses_connection(host: str, port: int, timeout: float = 5.0) -> bool:
     """True when nothing accepts a TCP connection on ``host:port``."""
     try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), scaled(timeout))
     except (OSError, TimeoutError):
         return True
     writer.close()

@@ -7,6 +7,7 @@ import asyncio
 import uuid
 from typing import Any
 
+from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
 
@@ -42,7 +43,7 @@ async def test_close_overtaking_a_pending_open_leaves_no_channel(world: Any) -> 
     cp, rid = world.cp, world.runner_id
     proxy.hold(r"^GET /api/ws")
     ch, opening = await cp.submit_open_channel(rid)
-    await asyncio.wait_for(proxy.held.get(), WAIT)
+    await asyncio.wait_for(proxy.held.get(), scaled(WAIT))
     close = await cp.command(rid, "gateway.close", {"connectionId": ch.connection_id})
     expect_ok(world, close, what="gateway.close while the open is held in the handshake",
               needles=[ch.connection_id])
@@ -76,7 +77,7 @@ async def test_close_is_answered_while_an_rpc_is_held(world: Any) -> None:
     slow = await cp.submit_rpc(ch, "session.usage", {"session_id": sid})
     await pause.reached(timeout=WAIT)
     try:
-        close = await asyncio.wait_for(cp.close_channel(ch), WAIT)
+        close = await asyncio.wait_for(cp.close_channel(ch), scaled(WAIT))
     except TimeoutError:
         raise CaseFailed("gateway.close answered while session.usage is held in Hermes",
                          f"no close result within {WAIT} s",

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from conformance.faults_matrix import CellFailed, cells, run_cell
-from conformance.judge import attach
+from conformance.judge import attach, classify
 from conformance.machines import shared
 from conformance.marks import case, long_case
+from conformance.results import combine
 from conformance.rows.faults import ROW_OF
-from conformance.verdict import CaseFailed
+from conformance.verdict import CaseFailed, Unjudged
 
 
 def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
@@ -18,7 +19,8 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
     replay = plugin.replay(case_id) if plugin is not None else ""
     row = ROW_OF[case_id]
     done: list[str] = []
-    failed: list[tuple[str, str]] = []
+    failed: list[tuple[str, str, str]] = []   # (cell, why, status): the runner's fault
+    unjudged: list[tuple[str, str, str]] = []  # a cell the harness could not judge
     if not getattr(request.config, "_conformance_rigs_kept", False):
         request.config._conformance_rigs_kept = True  # type: ignore[attr-defined]
         request.config.add_cleanup(shared.close_kept)
@@ -30,20 +32,29 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
                 run_cell(rig, cell, replay=replay)
                 done.append(cell.id)
             except CellFailed as exc:
-                failed.append((cell.id, str(exc)))
-            except Exception as exc:  # noqa: BLE001 - a cell that cannot finish is a failure
-                failed.append((cell.id, f"{type(exc).__name__}: {exc}"))
+                failed.append((cell.id, str(exc), "fail"))
+            except Exception as exc:  # noqa: BLE001 - judged below: fail, error or timeout
+                status = classify(exc)
+                (failed if status == "fail" else unjudged).append(
+                    (cell.id, f"{type(exc).__name__}: {exc}", status))
     finally:
         rig.lap()
-        shared.give_back(rig, passed=not failed)
-    attach(request.node, cells=len(done) + len(failed), passed=len(done),
+        shared.give_back(rig, passed=not failed and not unjudged)
+    attach(request.node, cells=len(done) + len(failed) + len(unjudged), passed=len(done),
            restarts=rig.stats.restarts, server_restarts=rig.stats.server_restarts,
            seconds=round(rig.stats.seconds, 3))
+    total = len(done) + len(failed) + len(unjudged)
     if failed:
-        raise CaseFailed(f"every {row} cell holds ({len(done) + len(failed)} cells)",
-                         f"{len(failed)} cell(s) failed: {', '.join(c for c, _ in failed)}"
+        raise CaseFailed(f"every {row} cell holds ({total} cells)",
+                         f"{len(failed)} cell(s) failed: {', '.join(c for c, _, _ in failed)}"
                          f" (first: {failed[0][1][:160]})",
-                         [f"{c}: {m}" for c, m in failed] + [f"replay: {replay}"])
+                         [f"{c}: {m}" for c, m, _ in failed]
+                         + [f"not judged ({st}): {c}: {m}" for c, m, st in unjudged]
+                         + [f"replay: {replay}"])
+    if unjudged:
+        raise Unjudged(combine(st for _, _, st in unjudged),
+                       f"{len(unjudged)} of {total} {row} cell(s) not judged: "
+                       + "; ".join(f"{c}: {m}" for c, m, _ in unjudged))
 
 
 @case("FLT-001")

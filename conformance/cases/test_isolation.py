@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 
+from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
 from fixtures.hermes.script import Script
@@ -135,7 +136,7 @@ async def test_revoking_one_channel_closes_only_it(world: Any) -> None:
     cp.revoke_channel(a)
     pause.release()
     try:
-        await asyncio.wait_for(a.closed.wait(), WAIT)
+        await asyncio.wait_for(a.closed.wait(), scaled(WAIT))
     except TimeoutError:
         raise CaseFailed("the revoked channel A is closed after its 410",
                          "A still open on the control plane", witness(world, a.connection_id)) from None
@@ -210,7 +211,7 @@ async def test_hermes_closing_the_socket_closes_the_channel(world: Any) -> None:
     mark = cp.history.last_seq
     await world.hermes.ws.close_all()
     try:
-        await asyncio.wait_for(ch.closed.wait(), WAIT)
+        await asyncio.wait_for(ch.closed.wait(), scaled(WAIT))
     except TimeoutError:
         raise CaseFailed("an event {connectionId, closed:true} after Hermes closed the socket",
                          "the channel is still open", witness(world, ch.connection_id)) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import expect
 
@@ -138,7 +139,7 @@ async def test_stored_id_changed_during_bind_binds_again(world: Any) -> None:
                 break
     finally:
         pause.release()
-    out = await asyncio.wait_for(bind, WAIT)
+    out = await asyncio.wait_for(bind, scaled(WAIT))
     expect(out.ok, expected="lease.bind succeeds", actual=f"{out.status} {out.code}",
            witness=witness(world, rt))
     try:

@@ -13,6 +13,7 @@ import os
 import string
 from typing import Any
 
+from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import expect
 
@@ -51,7 +52,7 @@ async def test_close_is_bounded_by_a_held_interrupt(world: Any) -> None:
     await world.hermes.effects.wait_for("prompt.accepted", timeout=WAIT, session_id=sid)
     pause = world.hermes.pause_at("before session.interrupt", session_id=sid)
     try:
-        close = await asyncio.wait_for(cp.close_channel(ch), CLOSE_BOUND)
+        close = await asyncio.wait_for(cp.close_channel(ch), scaled(CLOSE_BOUND))
     except TimeoutError:
         close = None
     held = pause.hit is not None   # the interrupt reached Hermes and is held until released

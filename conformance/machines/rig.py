@@ -24,6 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from ..bounds import scaled
 from ..checks import Fact, Violation, check
 from ..checks.facts import fact
 from ..checks.translate import translate
@@ -39,6 +40,7 @@ WAIT = 10.0
 async def within(what: str, aw: Awaitable[T], timeout: float = WAIT) -> T:
     """Await ``aw`` for at most ``timeout`` seconds; on expiry ``TimeoutError`` names ``what``
     was awaited (every wait of the machines and the matrix is bounded and says what it was)."""
+    timeout = scaled(timeout)
     try:
         return await asyncio.wait_for(aw, timeout)
     except TimeoutError:
@@ -108,7 +110,7 @@ class Rig:
         self.close()
 
     def call(self, fn: Callable[..., Awaitable[T]], *args: Any, timeout: float = CALL_TIMEOUT) -> T:
-        return self.portal.call(fn, *args, timeout=timeout)
+        return self.portal.call(fn, *args, timeout=scaled(timeout))
 
     def seq(self) -> int:
         return self.world.sequence()

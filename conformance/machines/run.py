@@ -24,6 +24,8 @@ from .rig import Rig
 
 
 class MachineFailed(AssertionError):
+    judged_by_cause = True  # conformance.judge: a harness timeout under it stays a timeout
+
     def __init__(self, message: str, violation: Violation | None, stats: dict[str, Any]) -> None:
         super().__init__(message)
         self.violation, self.stats = violation, stats
@@ -65,6 +67,8 @@ def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
 
 
 class PinFailed(AssertionError):
+    judged_by_cause = True
+
     def __init__(self, name: str, steps: str) -> None:
         super().__init__(f"pinned story {name!r} failed")
         self.name, self.steps = name, steps

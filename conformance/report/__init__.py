@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import jinja2
 
-from ..results import RunResults, redact
+from ..results import RunResults, redact, verdict_line
 from . import timeline
 from .sections import columns, family_rows, sections
 
@@ -44,5 +44,6 @@ def render_html(results: RunResults, *, secrets: Iterable[str] = (), identity: d
         r=results, counts=results.counts(), columns=columns(results.cases),
         families=family_rows(results.cases), sections=sections(results.cases),
         must=(mp, mt), should=(sp, st), ok=results.ok(), identity=identity or {},
+        verdict=results.verdict(), verdict_line=verdict_line(results),
     )
     return redact(html, secrets)

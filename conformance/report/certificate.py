@@ -4,7 +4,10 @@ Rules of this module:
 - Runner identity: the command template, the first line of ``--version`` if the runner answers
   it (the ``{config}`` argument and its flag dropped), and the sha256 of each ``--runner-file``.
 - Figures: MUST passed/total and SHOULD passed/total over applicable cases; baselined cases
-  count as not passed; the verdict is ``results.ok()``.
+  count as not passed. The verdict is ``results.verdict()`` (pass, baselined, incomplete,
+  fail): a certificate states what was shown about the protocol, so with baselined MUST
+  failures it reads "conforms except N baselined MUST cases" with their IDs, never PASS, and
+  the cases the harness could not judge (error, timeout, not-run) are named, never passed.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..results import RunResults
+from ..results import RunResults, verdict_line
 
 
 def version_argv(runner_cmd: str) -> list[str]:
@@ -59,7 +62,10 @@ def certificate(results: RunResults, identity: dict[str, Any], date: str) -> dic
         "counts": results.counts(),
         "baseline": results.baseline,
         "seed": results.seed,
-        "verdict": "pass" if results.ok() else "fail",
+        "verdict": results.verdict(),
+        "verdict_text": verdict_line(results),
+        "baselined_must": results.baselined_must(),
+        "not_judged": {c.id: c.status for c in results.cases if c.id in set(results.unjudged())},
         "date": date,
     }
 
@@ -69,7 +75,8 @@ def certificate_md(cert: dict[str, Any]) -> str:
     lines = [
         "# Hermes Runner protocol 1 — certificate",
         "",
-        f"**Verdict: {cert['verdict'].upper()}** (profile `{cert['profile']}`)",
+        f"**Verdict: {cert.get('verdict_text') or cert['verdict'].upper()}** "
+        f"(profile `{cert['profile']}`)",
         "",
         "| | |", "|---|---|",
         f"| runner command | `{r['command']}` |",
@@ -82,6 +89,15 @@ def certificate_md(cert: dict[str, Any]) -> str:
         f"| seed | {cert['seed']} |",
         f"| date | {cert['date']} |",
     ]
+    if cert.get("baselined_must"):
+        lines += ["", f"## Baselined MUST cases ({len(cert['baselined_must'])})", "",
+                  "Known failures of a MUST requirement: the runner does not conform on these.",
+                  "", *(f"- {i}" for i in cert["baselined_must"])]
+    if cert.get("not_judged"):
+        lines += ["", f"## Not judged ({len(cert['not_judged'])})", "",
+                  "The harness could not judge these cases (error, timeout) or did not run them "
+                  "(not-run): no statement about the runner is made on them.", "",
+                  *(f"- {i}: {s}" for i, s in cert["not_judged"].items())]
     if r.get("files"):
         lines += ["", "## Runner files (sha256)", "", "| file | sha256 |", "|---|---|"]
         lines += [f"| `{p}` | `{h}` |" for p, h in r["files"].items()]

@@ -36,6 +36,7 @@ STATUS_TABLE: dict[str, Status] = {
     "expected-fail": Status(2, "Expected failures (baselined)"),
     "stale": Status(2, "Stale baseline entries (passing now: remove them from the baseline)",
                     open=True),
+    "not-run": Status(3, "Not run (a program they need is not installed)", open=True),
     "pass": Status(8, "Passes", collapsed=True),
     "not-applicable": Status(9, "Not applicable", collapsed=True),
 }

@@ -24,7 +24,7 @@ ROWS: tuple[Case, ...] = (
          "admit or held at its result MUST NOT be accepted after its deadline.", "2.7", F),
     Case("FLT-005", "MUST", "A completed receipt retired after one hour (runner restarted under "
          "faketime at the server clock's offset) MUST be answered runner_command_uncertain and "
-         "never run again.", "4.4", F),
+         "never run again.", "4.4", F, needs=("faketime",)),
 )
 
 #: case id → matrix row name

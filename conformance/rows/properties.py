@@ -19,7 +19,7 @@ ROWS: tuple[Case, ...] = (
          "idempotency_conflict while the stored receipt survives.", "4.3", F),
     Case("PROP-003", "MUST", "Under any story of kill -9 at any step of a command's life, a "
          "started command MUST never execute again (runner_command_uncertain) and every "
-         "completed receipt MUST survive the restart.", "4.2", F),
+         "completed receipt MUST survive the restart.", "4.2", F, needs=("faketime",)),
     Case("PROP-004", "MUST", "Under any story of server restarts, watchdog expiries and reset "
          "polls, no result, event or tool call MUST be accepted under a stale epoch or from a "
          "fenced instance.", "2.4", F),

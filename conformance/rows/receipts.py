@@ -21,7 +21,7 @@ ROWS: tuple[Case, ...] = (
          "effect.", "4.1 Schema", F),
     Case("INC-005", "MUST", "A complete row older than 1 h (restart under faketime +3600 s) MUST "
          "be retired: its redelivery is answered runner_command_uncertain, never run.",
-         "4.4 Compaction", F),
+         "4.4 Compaction", F, needs=("faketime",)),
     Case("INC-006", "MUST", "Every reply, refusals included, MUST be stored before its result is "
          "posted: after a kill -9 while the result of a refusal is held, the redelivery gets the "
          "same refusal.", S, F),
