@@ -77,6 +77,16 @@ def _write_behind(orig: Any) -> Any:
 
 LS = "runner_ref.ledger_store"
 
+# -- an in-flight copy, a ledger that cannot be written -------------------------------------
+def _claim_ignoring_errors(orig: Any) -> Any:
+    async def claim(self: Any, command_id: str, fingerprint: str, created_ms: int) -> Any:
+        try:
+            return await orig(self, command_id, fingerprint, created_ms)
+        except Exception:   # noqa: BLE001 - "the ledger is best effort": treated as a new id
+            return None
+    return claim
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("ledger-in-memory", "receipts",
             "Keeps the command ledger in memory, so a restart forgets every receipt.",
@@ -113,4 +123,13 @@ CONTROLS: tuple[Control, ...] = (
             f"Writes each receipt in the background {WRITE_BEHIND:g} s later; the result is posted at once.",
             "write-behind caching of receipts: a crash after reporting loses the receipt",
             f"{LS}:LedgerStore.complete", ("INC-004", "INC-006"), _write_behind),
+    Control("inflight-copy-ignored", "dedupe",
+            "Ignores any second delivery of an id it is still running, whatever its payload.",
+            "a conflicting request left unanswered until the control plane's deadline",
+            "runner_ref.poll_loop:PollLoop._conflicts_in_flight", ("DED-901",),
+            const(lambda self, cmd: False)),
+    Control("ledger-failure-executes", "receipts",
+            "Treats a ledger it cannot write as 'no row yet' and executes the command.",
+            "best-effort bookkeeping: a locked or full database silently drops the receipt",
+            "runner_ref.ledger_store:LedgerStore.claim", ("INC-901",), _claim_ignoring_errors),
 )
