@@ -352,9 +352,9 @@ async def test_download_reaches_hermes_as_its_realpath(world: Any) -> None:
     fails when: the runner checks the realpath but asks Hermes for the path it was given, so a
     symlink swapped between check and read escapes the roots."""
     root = world.artifact_root
-    target = root / "target.txt"
+    target = root / "perm902-target.txt"
     target.write_bytes(b"real\n")
-    link = root / "link.txt"
+    link = root / "perm902-link.txt"
     os.symlink(target, link)
     from urllib.parse import urlencode
     search = "?" + urlencode({"profile": "default", "path": str(link)})
