@@ -242,7 +242,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("http-no-profile-check", "permission",
             "Never checks the profile of a profile-checked HTTP path against allowedProfiles.",
             "a permission check written for one entry point and missed in another",
-            "runner_ref.http_plan:require_profile", ("PERM-004",), _unchecked_profile),
+            "runner_ref.http_plan:require_profile", ("PERM-004", "PROP-001"), _unchecked_profile),
     Control("session-no-profile-check", "permission",
             "session.create/resume accept any profile, not only allowedProfiles.",
             "the gateway path trusting the control plane's profile filter alone",

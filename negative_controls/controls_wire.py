@@ -175,11 +175,11 @@ def _no_deadline_means_forever(orig: Any) -> Any:
 CONTROLS: tuple[Control, ...] = (
     Control("skip-admit", "wire", "Executes every delivered command without asking admit.",
             "a runner that trusts delivery as permission (admission added late, then skipped)",
-            f"{PL}._admit_gate", ("WIR-006", "WIR-007"), _skip_admit),
+            f"{PL}._admit_gate", ("WIR-006", "WIR-007", "REC-005", "PROP-001"), _skip_admit),
     Control("ignore-admit-false", "wire",
             "Posts admit but takes any 2xx answer as a grant, never reading allowed:false.",
             "status-code-only checks of a JSON verdict; revoked work keeps running",
-            f"{PL}._admit_gate", ("WIR-007", "CAN-009", "CAN-010"), _ignore_allowed),
+            f"{PL}._admit_gate", ("WIR-007", "CAN-009", "CAN-010", "PROP-006"), _ignore_allowed),
     Control("admit-in-parallel", "wire",
             "Starts executing while the admit request is still in flight.",
             "optimistic execution to save a round trip; the effect precedes the grant",

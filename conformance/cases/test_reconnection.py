@@ -101,7 +101,7 @@ async def test_dropped_poll_then_reset_poll(world: Any) -> None:
 @case("REC-003", manual_clock=True)
 async def test_slow_poll_answer_keeps_the_runner(world: Any) -> None:
     """fails when: the runner gives up on a slow poll answer (a short client timeout treated as
-    fatal: exits-on-poll-error)."""
+    fatal; exits-on-poll-error does not show it: a slow answer is no poll error)."""
     await world.cp.poll_held(world.runner_id)
     world.cp.faults.delay_next("poll", seconds=10.0)
     at = mark(world)
