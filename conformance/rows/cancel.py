@@ -32,8 +32,8 @@ ROWS: tuple[Case, ...] = (
          "2.6", F, upstream="runner.test.ts#13"),
     Case("CAN-011", "SHOULD", "A gateway.close after a failed gateway.open SHOULD answer without "
          "error, and nothing of the failed open is left (no Hermes socket).", "3.4", F),
-    # 9NN: sentences of docs/protocol.md the spec-coverage sweep found untested
-    # (docs/spec-coverage-gaps.txt).
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
     Case("CAN-901", "MUST", "gateway.close MUST finish within about 3 s however long the "
          "interrupts take: it is answered while Hermes still holds the session.interrupt.",
          "3.4", F),

@@ -53,8 +53,8 @@ ROWS += (
          "its plugin unbind.", "1.5", F, "team-tools"),
     Case("CFG-019", "MUST", "During a graceful stop the runner MUST close every gateway channel "
          "(its Hermes WebSocket closes).", "1.5", F),
-    # 9NN: sentences of docs/protocol.md the spec-coverage sweep found untested
-    # (docs/spec-coverage-gaps.txt).
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
     Case("CFG-902", "MUST", "Without --config the runner MUST exit with code 1.", "1.5", F),
     Case("CFG-903", "SHOULD", "The runner SHOULD create every file in its state directory with "
          "mode 0600 (the ledger and its journal files included).", "1.4", F),

@@ -30,8 +30,8 @@ ROWS: tuple[Case, ...] = (
          "runner_feature_unavailable) and cause no effect.", "3", F),
     Case("LIM-011", "MUST", "A command near the 36 MiB single-command limit MUST be handled: one "
          "result is posted and the runner stays online.", "5", F),
-    # 9NN: sentences of docs/protocol.md the spec-coverage sweep found untested
-    # (docs/spec-coverage-gaps.txt).
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
     Case("LIM-901", "MUST", "A core runner MUST refuse memory-extract with 409 "
          "memory_extraction_unavailable, without a Hermes effect.", "3.1 http", F),
     Case("LIM-902", "MUST", "gateway.open MUST accept any lower-case UUID as connectionId, and "

@@ -41,8 +41,8 @@ ROWS: tuple[Case, ...] = (
     Case("PERM-014", "MUST", "After task permission is revoked only stop operations MUST run on an "
          "existing channel: interrupt and an owned active_list execute, a prompt does not.",
          "2.6.2 admit", _F, upstream="runner.test.ts#24"),
-    # 9NN: sentences of docs/protocol.md the spec-coverage sweep found untested
-    # (docs/spec-coverage-gaps.txt).
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
     Case("PERM-901", "MUST", "A core runner (no computers) MUST refuse every http request that "
          "carries a computer target (a download, session messages, /api/status), without a Hermes "
          "effect.",

@@ -21,8 +21,8 @@ ROWS: tuple[Case, ...] = (
          "6.4 Bind and unbind", _F, feature="team-tools"),
     Case("SEC-006", "MUST", "In account mode with hermesCredentials the runner MUST log in (login "
          "route, cookie, ticket) and relay.", "8.1 Authentication", _F),
-    # 9NN: sentences of docs/protocol.md the spec-coverage sweep found untested
-    # (docs/spec-coverage-gaps.txt).
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
     Case("SEC-901", "MUST", "The runner MUST keep the Hermes session token in memory only: no "
          "file under the config directory (state included) holds it after a run.", "8.1", _F),
     Case("SEC-902", "MUST", "The runner MUST validate a session token with GET /api/profiles "

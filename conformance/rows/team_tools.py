@@ -60,8 +60,8 @@ ROWS += (
          "with team_tools_bind_failed.", "6.4", F, TT),
     Case("TT-025", "SHOULD", "A 410 from the tool relay SHOULD dispose the lease: the next call is "
          "not relayed.", "6.3", F, TT),
-    # 9NN: sentences of docs/protocol.md the spec-coverage sweep found untested
-    # (docs/spec-coverage-gaps.txt).
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
     Case("TT-901", "MUST", "lease.create MUST apply requireProfile to its profile: a profile "
          "outside allowedProfiles is refused, without a bind.", "3.5 lease.create",
          F, feature=TT),

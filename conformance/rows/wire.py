@@ -37,8 +37,8 @@ ROWS: tuple[Case, ...] = (
     Case("WIR-013", "MUST", "The runner MUST connect through outbound transport, filter profiles "
          "and forward only owned session events.", "3.2 gateway.open", _F,
          upstream="runner.test.ts#10"),
-    # 9NN: sentences of docs/protocol.md the spec-coverage sweep found untested
-    # (docs/spec-coverage-gaps.txt).
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
     Case("WIR-901", "MUST", "A poll made while the runner is connected MUST NOT carry "
          "x-runner-reset.", "2.2 Request headers", _F),
     Case("WIR-902", "SHOULD", "The runner SHOULD send x-runner-features on every request (poll, "
