@@ -1,23 +1,56 @@
 """``docs/conformance-cases.md``, generated from the catalogue (never edited by hand).
 
 ``python -m conformance cases --markdown`` prints it; ``--write`` rewrites the file; a test fails
-when the file differs from what the catalogue generates.
+when the file differs from what the catalogue generates. Each row names its test
+(``file::function``), read from the ``@case("ID")`` decorators in ``conformance/cases/`` — the
+binding the plugin makes at collection (a test checks that the two agree).
 """
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Mapping
 from pathlib import Path
 
 from .catalogue import FAMILIES, FEATURES, PROFILES, Catalogue
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "conformance-cases.md"
+CASES = Path(__file__).resolve().parent / "cases"
+
+
+def _case_id(decorator: ast.expr) -> str | None:
+    if not (isinstance(decorator, ast.Call) and decorator.args):
+        return None
+    fn, first = decorator.func, decorator.args[0]
+    name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+    if name == "case" and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+
+def bound_tests(cases: Path = CASES) -> dict[str, str]:
+    """case ID -> ``test_file.py::test_function`` of its ``@case("ID")`` test."""
+    out: dict[str, str] = {}
+    for path in sorted(cases.glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for d in node.decorator_list:
+                    cid = _case_id(d)
+                    if cid is not None:
+                        out[cid] = f"{path.name}::{node.name}"
+    return out
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(cat: Catalogue) -> str:
+def _test_cell(test: str | None) -> str:
+    return f"`{test}`" if test else ""
+
+
+def markdown(cat: Catalogue, tests: Mapping[str, str] | None = None) -> str:
+    tests = bound_tests() if tests is None else tests
     lines = [
         "# Conformance cases",
         "",
@@ -27,7 +60,7 @@ def markdown(cat: Catalogue) -> str:
         f"{len(cat)} cases. Each has a stable ID, a level (MUST / SHOULD / MAY), the requirement it"
         " checks, the `docs/protocol.md` section it comes from, the feature a runner must advertise"
         " for it to apply (otherwise it is *not-applicable*) and, where it pins one, the upstream"
-        " test it comes from.",
+        " test it comes from, and the test that checks it (in `conformance/cases/`).",
         "",
         "| level | cases |",
         "|---|---|",
@@ -41,10 +74,10 @@ def markdown(cat: Catalogue) -> str:
         rows = [c for c in cat if c.prefix == prefix]
         if not rows:
             continue
-        lines += [f"## {prefix} — {family}", "", "| id | level | requirement | section | feature | upstream |",
-                  "|---|---|---|---|---|---|"]
+        lines += [f"## {prefix} — {family}", "", "| id | level | requirement | section | feature | upstream | test |",
+                  "|---|---|---|---|---|---|---|"]
         for c in rows:
             lines.append(f"| {c.id} | {c.level} | {_cell(c.requirement)} | §{c.section} | "
-                         f"{c.feature} | {c.upstream or ''} |")
+                         f"{c.feature} | {c.upstream or ''} | {_test_cell(tests.get(c.id))} |")
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

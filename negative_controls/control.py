@@ -4,8 +4,9 @@ Rules of this module:
 - A :class:`Control` row holds its name, family, the bug in one sentence, the real failure mode
   it models, the one seam it patches, how the replacement is built from the original, and the
   case IDs (``docs/protocol.md`` cases of ``conformance.catalogue``) that MUST fail against it.
-- Every control has a fast in-process probe in ``tests/negative_controls/nc_probes.py`` that shows
-  the bug once the seam is patched and its absence without it (``test_seams.py`` runs both).
+- Every control has a fast in-process probe that shows the bug once the seam is patched and its
+  absence without it (``test_seams.py`` runs both), in the probe module named like its controls
+  module (``controls_wire.py`` ↔ ``tests/negative_controls/nc_probes_wire.py``).
 - A row is data: :mod:`negative_controls.registry` validates every row (unique names, one seam,
   case IDs shaped ``PREFIX-NNN``) and ``docs/negative-controls.md`` is generated from the rows.
 """

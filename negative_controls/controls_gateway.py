@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from typing import Any
 
 import aiohttp
@@ -13,7 +14,7 @@ from runner_ref.errors import CommandError
 from runner_ref.gateway import CONNECTION_ID_RE, Channel, OwnedSession
 from runner_ref.teamtools.leases import _lease_id
 
-from .control import Control
+from .control import Control, const
 
 GW = "runner_ref.gateway"
 
@@ -177,6 +178,37 @@ def _fatal_on_410(orig: Any) -> Any:
     return close_later
 
 
+# -- running at message.start, no resend after a drop ---------------------------------------
+def _call_retrying(orig: Any) -> Any:
+    async def call(self: Any, method: str, params: dict[str, Any], on_result: Any = None) -> Any:
+        try:
+            return await orig(self, method, params, on_result)
+        except Exception as exc:
+            if getattr(exc, "code", None) != "runner_connection_closed" or self._ws is None:
+                raise
+        # "the connection dropped before the reply: retry once on a fresh socket"
+        ws = await self._registry.hermes.ws_connect()
+        try:
+            await ws.send_str(json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            async for msg in ws:
+                frame = json.loads(msg.data) if isinstance(msg.data, str) else {}
+                if isinstance(frame, dict) and frame.get("id") == 1:
+                    if "result" in frame:
+                        return frame["result"]
+                    raise exc_from(frame)
+        finally:
+            await ws.close()
+        raise RuntimeError("retry socket closed")
+    return call
+
+
+def exc_from(frame: dict[str, Any]) -> Exception:
+    err = frame.get("error")
+    text = err.get("message") if isinstance(err, dict) else None
+    return RuntimeError(str(text or "Hermes error"))
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("close-waits-for-rpc", "cancel",
             "gateway.close waits for the channel's in-flight RPCs before closing.",
@@ -189,7 +221,8 @@ CONTROLS: tuple[Control, ...] = (
     Control("no-tombstone", "cancel",
             "Forgets closed connection ids at once, so a late gateway.open reopens one.",
             "a reordered open after close revives a cancelled channel",
-            f"{GW}:Gateways._tombstone", ("CAN-004",), lambda _orig: lambda self, cid: None),
+            f"{GW}:Gateways._tombstone",
+            ("CAN-004", "PROP-006"), lambda _orig: lambda self, cid: None),
     Control("no-interrupt-on-close", "cancel",
             "Closes a channel's socket without interrupting its running sessions.",
             "cancelled work that keeps running in Hermes after its channel is gone",
@@ -210,7 +243,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("no-lease-tombstone", "cancel",
             "Forgets closed lease ids at once, so a late lease.create reuses one.",
             "a revoked tool grant revived by a reordered create",
-            "runner_ref.teamtools.leases:LeaseManager._tombstone", ("CAN-007",),
+            "runner_ref.teamtools.leases:LeaseManager._tombstone", ("CAN-007", "PROP-006"),
             lambda _orig: lambda self, lease_id: None),
     Control("forward-foreign-events", "isolation",
             "Forwards every session's events on the channel, owned or not.",
@@ -245,4 +278,23 @@ CONTROLS: tuple[Control, ...] = (
             "A 410 on one channel's event disconnects the whole runner.",
             "one revoked channel takes every other tenant's channel down",
             f"{GW}:Gateways.close_later", ("ISO-010",), _fatal_on_410),
+    Control("unbounded-close-interrupts", "cancel",
+            "gateway.close waits up to 60 s for the interrupt replies before it closes.",
+            "a hung dependency blocking cleanup (a close that never completes)",
+            "runner_ref.timings:INTERRUPT_WAIT", ("CAN-901",), const(60.0)),
+    Control("running-never-cleared", "isolation",
+            "Never clears a session's running flag on message.complete.",
+            "stale busy state: idle sessions interrupted at every close and stop",
+            "runner_ref.gateway_channel:COMPLETION_EVENTS", ("ISO-901",), const(frozenset())),
+    Control("running-only-at-submit", "isolation",
+            "Marks a session running only at its own prompt.submit; message.start does not.",
+            "state tracked from the runner's own requests only: a turn Hermes starts by itself "
+            "(a queued prompt) is invisible, so a close leaves it running",
+            "runner_ref.gateway_channel:START_EVENTS", ("ISO-902",), const(frozenset()),
+            rebind=True),
+    Control("resend-after-drop", "cancel",
+            "Re-sends a request whose channel closed before the reply, on a fresh Hermes socket.",
+            "at-least-once delivery in a reconnecting client: a prompt Hermes already holds is "
+            "submitted twice",
+            "runner_ref.gateway_channel:Channel.call", ("CAN-903",), _call_retrying),
 )

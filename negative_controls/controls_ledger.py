@@ -77,40 +77,64 @@ def _write_behind(orig: Any) -> Any:
 
 LS = "runner_ref.ledger_store"
 
+# -- an in-flight copy, a ledger that cannot be written -------------------------------------
+def _claim_ignoring_errors(orig: Any) -> Any:
+    async def claim(self: Any, command_id: str, fingerprint: str, created_ms: int) -> Any:
+        try:
+            return await orig(self, command_id, fingerprint, created_ms)
+        except Exception:   # noqa: BLE001 - "the ledger is best effort": treated as a new id
+            return None
+    return claim
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("ledger-in-memory", "receipts",
             "Keeps the command ledger in memory, so a restart forgets every receipt.",
             "receipts not durable: every redelivery after a restart runs again",
-            f"{LS}:LedgerStore.open", ("DED-004", "INC-001", "INC-004"), _in_memory),
+            f"{LS}:LedgerStore.open",
+            ("DED-004", "INC-001", "INC-004", "PROP-003", "FLT-001"), _in_memory),
     Control("rerun-started-rows", "receipts",
             "Runs a command again when its row is 'started' after a restart.",
             "crash recovery that retries the interrupted job (duplicate deploys, double charges)",
-            "runner_ref.poll_loop:decide", ("INC-001", "INC-002", "INC-003", "DED-004"),
+            "runner_ref.poll_loop:decide",
+            ("INC-001", "INC-002", "INC-003", "DED-004", "PROP-003", "FLT-001"),
             _rerun_started),
     Control("retire-deletes-rows", "receipts",
             "Retirement deletes old rows instead of keeping them as 'retired'.",
             "ledger garbage collection that forgets ids, so a late redelivery runs again",
-            f"{LS}:SQL_RETIRE", ("INC-005",),
+            f"{LS}:SQL_RETIRE", ("INC-005", "PROP-003", "FLT-005"),
             const("DELETE FROM commands WHERE state='complete' AND created < ?")),
     Control("ignore-fingerprint", "dedupe",
             "Dedupes by command id only: another payload under the same id replays the reply.",
             "idempotency keys without a request fingerprint (reused ids get a wrong answer)",
-            "runner_ref.poll_loop:command_fingerprint", ("DED-003", "DED-004"),
+            "runner_ref.poll_loop:command_fingerprint", ("DED-003", "DED-004", "PROP-002"),
             const(lambda cmd: f"id:{cmd.get('id')}")),
     Control("claim-upserts", "dedupe",
             "Claims with INSERT OR REPLACE, so every delivery overwrites the row and runs.",
             "duplicate job execution: an upsert where an insert-if-absent was needed",
-            f"{LS}:_sql_claim", ("DED-002", "DED-006", "INC-001", "REC-004"), _upsert_claim),
+            f"{LS}:_sql_claim",
+            ("DED-002", "DED-006", "DED-007", "INC-001", "REC-004", "REC-007", "PROP-002"),
+            _upsert_claim),
     Control("rerun-inflight-redelivery", "dedupe",
             "Runs a redelivered command again while the first delivery is still running.",
             "a job re-dispatched after a missed heartbeat runs twice (CI runner incidents)",
-            "runner_ref.poll_loop:PollLoop._spawn", ("DED-005", "DED-001"), _rerun_inflight),
+            "runner_ref.poll_loop:PollLoop._spawn",
+            ("DED-005", "DED-001", "PROP-002"), _rerun_inflight),
     Control("refusals-not-stored", "dedupe",
             "Stores only successful replies; refusals and errors leave the row 'started'.",
             "receipts only for successes: a replayed refusal turns uncertain or re-admits",
-            f"{LS}:LedgerStore.complete", ("DED-008", "INC-006"), _successes_only),
+            f"{LS}:LedgerStore.complete", ("DED-008", "INC-006", "PROP-002"), _successes_only),
     Control("write-behind-receipts", "receipts",
             f"Writes each receipt in the background {WRITE_BEHIND:g} s later; the result is posted at once.",
             "write-behind caching of receipts: a crash after reporting loses the receipt",
-            f"{LS}:LedgerStore.complete", ("INC-004", "INC-006"), _write_behind),
+            f"{LS}:LedgerStore.complete", ("INC-004", "INC-006", "PROP-003"), _write_behind),
+    Control("inflight-copy-ignored", "dedupe",
+            "Ignores any second delivery of an id it is still running, whatever its payload.",
+            "a conflicting request left unanswered until the control plane's deadline",
+            "runner_ref.poll_loop:PollLoop._conflicts_in_flight", ("DED-901",),
+            const(lambda self, cmd: False)),
+    Control("ledger-failure-executes", "receipts",
+            "Treats a ledger it cannot write as 'no row yet' and executes the command.",
+            "best-effort bookkeeping: a locked or full database silently drops the receipt",
+            "runner_ref.ledger_store:LedgerStore.claim", ("INC-901",), _claim_ignoring_errors),
 )

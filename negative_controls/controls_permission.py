@@ -19,7 +19,7 @@ def _forbidden() -> CommandError:
     return CommandError.of(codes.ARTIFACT_FORBIDDEN)
 
 
-# -- artifact roots ---------------------------------------------------------------------------
+# -- artifact roots -------------------------------------------------------------------------
 def _no_realpath(orig: Any) -> Any:
     def contained_path(requested: object, roots: Any) -> str:
         if not roots or not isinstance(requested, str) or not os.path.isabs(requested):
@@ -156,6 +156,68 @@ def _lease_reveals_token(orig: Any) -> Any:
     return create
 
 
+# -- the Hermes session token, child processes, computer targets ----------------------------
+def _token_cache(orig: Any) -> Any:
+    async def _read_page_token(self: Any) -> None:
+        await orig(self)
+        with open("hermes-token.cache", "w", encoding="utf-8") as f:  # noqa: ASYNC230 - the bug
+            f.write(self._token or "")
+    return _read_page_token
+
+
+def _unvalidated_token(orig: Any) -> Any:
+    from runner_ref import status, timings
+    from runner_ref.hermes import _auth_failed, token_from_page
+
+    async def _read_page_token(self: Any) -> None:
+        st, _, page = await self._raw("GET", "/", auth=False, cap=timings.HERMES_PAGE_CAP)
+        token = token_from_page(page.decode("utf-8", "replace")) if st == 200 else None
+        if token is None:
+            raise _auth_failed()
+        self._token = token   # used as read: no GET /api/profiles first
+        status.add_secret(token)
+        self._account_mode = False
+    return _read_page_token
+
+
+def _without_hermes_url_rule(orig: Any) -> Any:
+    from runner_ref.config import MSG_HERMES_URL
+    return tuple(rule for rule in orig if rule[1] != MSG_HERMES_URL)
+
+
+def _helper_with_token(orig: Any) -> Any:
+    import os
+    import subprocess
+
+    async def _retire_now(self: Any) -> None:
+        if getattr(self, "_helper", None) is None:   # a helper process, given the token by env
+            self._helper = subprocess.Popen(  # noqa: ASYNC220 - the bug is the helper itself
+                ["sleep", "600"], env={**os.environ, "YAOYAO_RUNNER_TOKEN": self.cfg.token},
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        await orig(self)
+    return _retire_now
+
+
+def _status_ignores_computer(orig: Any) -> Any:
+    def plan_http(payload: Any, allowed_profiles: Any, artifact_roots: Any) -> Any:
+        if isinstance(payload, dict) and payload.get("path") == "/api/status":
+            payload = {k: v for k, v in payload.items() if k != "computer"}   # "public anyway"
+        return orig(payload, allowed_profiles, artifact_roots)
+    return plan_http
+
+
+# -- an active_list reply without a list ----------------------------------------------------
+def _missing_list_is_empty(orig: Any) -> Any:
+    async def _active_list(self: Any, ch: Any, params: dict[str, Any]) -> Any:
+        try:
+            return await orig(self, ch, params)
+        except Exception as exc:
+            if getattr(exc, "code", None) == "session_stop_unconfirmed":
+                return {"sessions": []}   # "no list, so nothing is running"
+            raise
+    return _active_list
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("follow-symlinks", "permission",
             "Checks artifactRoots on the normalised path without resolving symlinks.",
@@ -180,7 +242,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("http-no-profile-check", "permission",
             "Never checks the profile of a profile-checked HTTP path against allowedProfiles.",
             "a permission check written for one entry point and missed in another",
-            "runner_ref.http_plan:require_profile", ("PERM-004",), _unchecked_profile),
+            "runner_ref.http_plan:require_profile", ("PERM-004", "PROP-001"), _unchecked_profile),
     Control("session-no-profile-check", "permission",
             "session.create/resume accept any profile, not only allowedProfiles.",
             "the gateway path trusting the control plane's profile filter alone",
@@ -214,4 +276,30 @@ CONTROLS: tuple[Control, ...] = (
             "debug details in a result: the bridge token reaches the control plane",
             "runner_ref.teamtools.leases:LeaseManager.create", ("SEC-005",),
             _lease_reveals_token),
+    Control("session-token-cached-on-disk", "secrets",
+            "Writes the Hermes session token to a cache file in its working directory.",
+            "a credential cache readable by whoever can read the directory (or a backup)",
+            "runner_ref.hermes:HermesClient._read_page_token", ("SEC-901",), _token_cache),
+    Control("unvalidated-session-token", "secrets",
+            "Uses the token read from Hermes' page without validating it first.",
+            "a scraped credential trusted blindly (a wrong page's token sent everywhere)",
+            "runner_ref.hermes:HermesClient._read_page_token", ("SEC-902",),
+            _unvalidated_token),
+    Control("hermes-url-userinfo-accepted", "secrets",
+            "Accepts a hermesURL with userinfo (and a query or fragment).",
+            "credentials in a URL, silently dropped or sent where they were not meant to go",
+            "runner_ref.config:URL_RULES", ("SEC-905",), _without_hermes_url_rule),
+    Control("token-in-child-env", "secrets",
+            "Starts a helper process with the runner token in its environment.",
+            "credentials in a child's environment: readable in /proc, inherited, logged by crash "
+            "reporters",
+            "runner_ref.poll_loop:PollLoop._retire_now", ("SEC-906",), _helper_with_token),
+    Control("computer-status-relayed", "permission",
+            "Relays GET /api/status of its own Hermes for a command that targets a computer.",
+            "a request meant for another machine answered by this one (wrong-target answers)",
+            "runner_ref.http_kind:plan_http", ("PERM-901",), _status_ignores_computer),
+    Control("active-list-missing-is-empty", "permission",
+            "Reads a session.active_list reply without a list as an empty list.",
+            "a lenient parser defaulting a missing field: an unconfirmed stop reported as done",
+            "runner_ref.gateway:Gateways._active_list", ("PERM-903",), _missing_list_is_empty),
 )

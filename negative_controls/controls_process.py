@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from typing import Any
@@ -90,6 +91,25 @@ def _coerced_ids(orig: Any) -> Any:
     return open
 
 
+# -- graceful stop --------------------------------------------------------------------------
+def _last_poll_at_stop(orig: Any) -> Any:
+    async def _shutdown(self: Any) -> None:
+        with contextlib.suppress(Exception):   # "one last poll to pick up what is pending"
+            await asyncio.wait_for(self.machine.poll(False), 1.0)
+        await orig(self)
+    return _shutdown
+
+
+def _drain_before_disconnect(orig: Any) -> Any:
+    from runner_ref import timings
+
+    async def _shutdown(self: Any) -> None:
+        if self._tasks:   # drain in-flight work while still "connected": pending admits run
+            await asyncio.wait(set(self._tasks), timeout=timings.SHUTDOWN_DRAIN)
+        await orig(self)
+    return _shutdown
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("accepts-world-readable-config", "config-process",
             "Never checks runner.json's file mode (0644 is accepted).",
@@ -159,4 +179,13 @@ CONTROLS: tuple[Control, ...] = (
             "the channel.",
             "loose typing: an id stringified instead of validated (a JSON number taken for an id)",
             "runner_ref.gateway:Gateways.open", ("LIM-006",), _coerced_ids),
+    Control("polls-after-stop", "config-process",
+            "Sends one more poll during its graceful stop, after the signal.",
+            "a shutdown path that keeps taking work (jobs picked up by a dying agent)",
+            "runner_ref.poll_loop:PollLoop._shutdown", ("CFG-904",), _last_poll_at_stop),
+    Control("runs-commands-admitted-at-stop", "config-process",
+            "At a graceful stop, drains pending commands before it stops accepting work, so a "
+            "command admitted during the stop is executed.",
+            "a job started on a host that is shutting down, then abandoned mid-way",
+            "runner_ref.poll_loop:PollLoop._shutdown", ("CFG-905",), _drain_before_disconnect),
 )

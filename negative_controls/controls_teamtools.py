@@ -1,8 +1,11 @@
 """Negative controls of team tools: the loopback listener, tool ids, callIds, bind/unbind."""
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import hashlib
+from types import SimpleNamespace
 from typing import Any
 
 from aiohttp import web
@@ -10,7 +13,7 @@ from aiohttp import web
 from runner_ref.teamtools import gates
 from runner_ref.teamtools.call_rules import CallDecision
 
-from .control import Control
+from .control import Control, const
 
 TT = "runner_ref.teamtools"
 
@@ -68,6 +71,80 @@ async def _noop(*_args: Any) -> None:
     return None
 
 
+# -- the lease token, the bind answer -------------------------------------------------------
+def _short_token(orig: Any) -> Any:
+    return SimpleNamespace(token_urlsafe=lambda nbytes=32: orig.token_urlsafe(8))
+
+
+def _trust_any_bind(orig: Any) -> Any:
+    async def post_json(self: Any, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        status, reply = await orig(self, path, body)
+        if path.endswith("/bind") and isinstance(reply, dict) and reply.get("ok") is True:
+            reply = {**reply, "native_tools": True}   # ok is taken as "tools available"
+        return status, reply
+    return post_json
+
+
+# -- the lease re-check (§6.5) --------------------------------------------------------------
+_SEAM = "runner_ref.teamtools.leases:LeaseManager._renew"
+
+
+def _renew_without_recheck(orig: Any) -> Any:
+    async def _renew(self: Any, lease: Any, now: float) -> None:
+        lease.next_renew = now + self.renew_every   # the timer ticks, nothing is checked or bound
+    return _renew
+
+
+def _renew_keeping_expiry(orig: Any) -> Any:
+    async def _renew(self: Any, lease: Any, now: float) -> None:
+        kept = lease.expires_at
+        await orig(self, lease, now)
+        lease.expires_at = kept   # re-bound (Hermes is told 30 min), the lease's own expiry stays
+    return _renew
+
+
+def _renew_ignoring_rebind(orig: Any) -> Any:
+    async def _renew(self: Any, lease: Any, now: float) -> None:
+        lease.next_renew = now + self.renew_every
+        if not self._owned(lease):
+            await self._dispose(lease)
+            return
+        lease.expires_at = now + self.ttl
+        if lease.bound:
+            with contextlib.suppress(Exception):   # "best effort": a failed re-bind is ignored
+                await self._bind(lease)
+    return _renew
+
+
+# -- a bind in flight when the stored id changes --------------------------------------------
+def _bind_once(orig: Any) -> Any:
+    from runner_ref import codes
+    from runner_ref.errors import CommandError
+    from runner_ref.teamtools import leases as L
+
+    async def _bind(self: Any, lease: Any) -> None:
+        async with lease.bind_lock:
+            first = not lease.bound
+            lease.expires_at = self._clock() + self.ttl
+            body = self._bind_body(lease)
+            lease.bind_sent = True
+            try:
+                status, reply = await asyncio.wait_for(
+                    self._plugin.post_json(L.BIND_PATH, body), self._plugin_timeout)
+            except Exception:
+                status, reply = 0, None
+            if lease.state is L.State.DISPOSED:
+                await self._unbind(lease)
+                raise L._expired()
+            if status != 200 or not isinstance(reply, dict) or reply.get("ok") is not True:
+                raise CommandError.of(codes.TEAM_TOOLS_BIND_FAILED)
+            if first and reply.get("native_tools") is not True:
+                raise CommandError.of(codes.TEAM_TOOLS_UNAVAILABLE)
+            lease.bound = True   # one bind; a stored id changed meanwhile waits for the re-check
+            lease.next_renew = self._clock() + self.renew_every
+    return _bind
+
+
 CONTROLS: tuple[Control, ...] = (
     Control("listener-no-token-check", "team-tools",
             "The loopback listener serves calls without checking the lease token.",
@@ -113,4 +190,36 @@ CONTROLS: tuple[Control, ...] = (
             "revoked tool grants still bound in Hermes (stale credentials)",
             f"{TT}.leases:LeaseManager._unbind", ("TT-016", "CAN-006"),
             lambda _orig: _noop),
+    Control("short-lease-token", "team-tools",
+            "Mints lease tokens of 8 random bytes.",
+            "guessable bearer tokens on a loopback port any local process can reach",
+            "runner_ref.teamtools.listener:secrets", ("TT-903",), _short_token),
+    Control("bind-ignores-native-tools", "team-tools",
+            "Takes any {ok:true} bind answer as bound, without native_tools:true.",
+            "tools announced to a Hermes build that cannot serve them (silent no-op tools)",
+            "runner_ref.hermes:HermesClient.post_json", ("TT-904",), _trust_any_bind),
+    Control("no-lease-recheck", "team-tools",
+            "Its 5-min lease timer neither re-checks nor re-binds the lease.",
+            "a lease set up once and trusted until it expires (no periodic re-check)",
+            _SEAM, ("TT-905",), _renew_without_recheck),
+    Control("recheck-keeps-expiry", "team-tools",
+            "A passing re-check re-binds but leaves the lease's own expiry where it was.",
+            "two copies of one deadline (the one sent to Hermes, the one enforced) drifting apart",
+            _SEAM, ("TT-906",), _renew_keeping_expiry),
+    Control("failed-rebind-kept", "team-tools",
+            "A re-check whose re-bind fails keeps the lease alive.",
+            "best-effort renewal: tools keep being served to a Hermes that refused the binding",
+            _SEAM, ("TT-907",), _renew_ignoring_rebind),
+    Control("lease-stored-id-stale", "team-tools",
+            "Keeps a lease's stored session id from lease.create; later session.info frames "
+            "do not update it.",
+            "state copied at creation and never refreshed (Hermes rotated the session's storage)",
+            "runner_ref.teamtools.leases:LeaseManager.on_session_info", ("TT-908",),
+            const(lambda self, runtime_id, stored_id: None)),
+    Control("bind-once-in-flight", "team-tools",
+            "Binds once: a stored session id that changed while the bind was in flight is left "
+            "to the next 5-min re-check.",
+            "a check-then-act window: the plugin holds tools bound to a stored session Hermes "
+            "has already rotated away from, for up to 5 min",
+            "runner_ref.teamtools.leases:LeaseManager._bind", ("TT-909",), _bind_once),
 )

@@ -1,4 +1,5 @@
-"""Negative controls of the machine-API side: wire basics, reconnection, generations, admission.
+"""Negative controls of the machine-API side: wire basics and admission (reconnection and
+generations: :mod:`negative_controls.controls_reconnection`).
 
 Each row patches one seam of ``runner_ref`` (see :mod:`negative_controls.control`). The
 replacement builders take the original so that everything but the one bug stays the reference.
@@ -6,20 +7,18 @@ replacement builders take the original so that everything but the one bug stays 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import types
 import uuid
 from typing import Any
 
-from runner_ref import codes
 from runner_ref.errors import ServerError
 from runner_ref.ledger import NOT_ADMITTED, Gate
 
 from .control import Control, const
 
 
-# -- admission -------------------------------------------------------------------------------
+# -- admission ------------------------------------------------------------------------------
 def _skip_admit(_orig: Any) -> Any:
     async def _admit_gate(self: Any, cmd: dict[str, Any], epoch: str) -> bool:
         return True   # never asks the control plane
@@ -49,18 +48,10 @@ def _admit_in_parallel(_orig: Any) -> Any:
     return _admit_and_execute
 
 
-# -- the machine client --------------------------------------------------------------------
+# -- the machine client ---------------------------------------------------------------------
 def _no_reset(orig: Any) -> Any:
     async def poll(self: Any, reset: bool) -> Any:
         return await orig(self, False)
-    return poll
-
-
-def _reset_first_only(orig: Any) -> Any:
-    async def poll(self: Any, reset: bool) -> Any:
-        first = not getattr(self, "_nc_polled", False)
-        self._nc_polled = True
-        return await orig(self, reset and first)
     return poll
 
 
@@ -78,13 +69,6 @@ def _sends_origin(orig: Any) -> Any:
         for headers in (self._headers, *self._poll_headers.values()):
             headers["Origin"] = origin
     return __init__
-
-
-def _stale_epoch(orig: Any) -> Any:
-    def _headers_for_post(self: Any, epoch: str | None) -> dict[str, str]:
-        first = self.__dict__.setdefault("_nc_epoch", epoch)   # built once, at connect
-        return orig(self, first if first is not None else epoch)   # type: ignore[no-any-return]
-    return _headers_for_post
 
 
 def _first_command_only(orig: Any) -> Any:
@@ -109,44 +93,13 @@ def _prints_token(orig: Any) -> Any:
     return poll
 
 
-def _exits_on_error(orig: Any) -> Any:
-    async def poll(self: Any, reset: bool) -> Any:
-        try:
-            return await orig(self, reset)
-        except ServerError as exc:   # every poll failure ends the process like a 403
-            raise ServerError(exc.status, codes.UNAUTHORIZED.code, exc.message) from None
-    return poll
-
-
-def _retries_unauthorized(orig: Any) -> Any:
-    async def poll(self: Any, reset: bool) -> Any:
-        try:
-            return await orig(self, reset)
-        except ServerError as exc:   # a 403 is taken for a transient failure
-            if exc.code == codes.UNAUTHORIZED.code:
-                raise ServerError(exc.status, codes.REQUEST_FAILED.code, exc.message) from None
-            raise
-    return poll
-
-
-def _crash_on_malformed(orig: Any) -> Any:
-    async def poll(self: Any, reset: bool) -> Any:
-        try:
-            return await orig(self, reset)
-        except ServerError as exc:   # the parse error escapes the loop and kills the process
-            if exc.message == "malformed poll response":
-                raise SystemExit(1) from None
-            raise
-    return poll
-
-
 def _stable_instance(_orig: Any) -> Any:
     def uuid4() -> uuid.UUID:   # "persisted" per config: the same id after every restart
         return uuid.uuid5(uuid.NAMESPACE_URL, "negative-controls:" + " ".join(sys.argv))
     return types.SimpleNamespace(uuid4=uuid4)
 
 
-# -- the poll loop ---------------------------------------------------------------------------
+# -- the poll loop --------------------------------------------------------------------------
 def _serial(_orig: Any) -> Any:
     def _spawn(self: Any, cmd: Any, epoch: str) -> None:
         if not isinstance(cmd, dict) or not isinstance(cmd.get("id"), str):
@@ -169,49 +122,64 @@ def _serial(_orig: Any) -> Any:
     return _spawn
 
 
-def _forget_receipt_on_failed_post(_orig: Any) -> Any:
-    from runner_ref.poll_loop import result_body
-
-    async def _deliver(self: Any, cmd: dict[str, Any], epoch: str) -> None:
-        cid = cmd["id"]
-        try:
-            reply, encoded = await self._handle(cmd, epoch)
-            try:
-                await self.machine.post_encoded("result", result_body(cid, reply, encoded),
-                                                epoch=epoch)
-            except ServerError:   # "not reported, so not done": run it again when redelivered
-                with contextlib.suppress(Exception):
-                    await self.store._db.execute("DELETE FROM commands WHERE id=?", (cid,))
-        finally:
-            self._handling.discard(cid)
-    return _deliver
-
-
-def _drop_on_shutdown_only(what: str) -> Any:
-    def make(_orig: Any) -> Any:
-        async def _disconnect_local(self: Any) -> None:
-            self._connected = False
-            stopping = self._stop.is_set()
-            if what != "leases" or stopping:
-                with contextlib.suppress(Exception):
-                    await self.leases.dispose_all()
-            if what != "channels" or stopping:
-                await self.gateways.close_all()
-        return _disconnect_local
-    return make
-
-
 PL = "runner_ref.poll_loop:PollLoop"
 MC = "runner_ref.machine_client:MachineClient"
+
+# -- redirects, error codes, deadlines ------------------------------------------------------
+def _sticky_reset(orig: Any) -> Any:
+    async def poll(self: Any, reset: bool) -> Any:
+        return await orig(self, True)   # the reset flag is never cleared
+    return poll
+
+
+class _Following:
+    """A client session whose requests follow redirects, whatever the caller asked."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["allow_redirects"] = True
+        return self._session.request(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+def _follows_redirects(orig: Any) -> Any:
+    return lambda self: _Following(orig(self))
+
+
+def _reads_error_text(orig: Any) -> Any:
+    from runner_ref import codes
+    from runner_ref.errors import ServerError
+
+    async def _request(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await orig(self, *args, **kwargs)
+        except ServerError as exc:
+            if "unauthorized" in exc.message.lower():   # matched on the text
+                raise ServerError(exc.status, codes.UNAUTHORIZED.code, exc.message) from None
+            raise
+    return _request
+
+
+def _no_deadline_means_forever(orig: Any) -> Any:
+    def deadline_ok(expires_at: Any, now_ms: int) -> bool:
+        if not isinstance(expires_at, int | float) or isinstance(expires_at, bool):
+            return True   # "no deadline given": run it
+        return bool(orig(expires_at, now_ms))
+    return deadline_ok
+
 
 CONTROLS: tuple[Control, ...] = (
     Control("skip-admit", "wire", "Executes every delivered command without asking admit.",
             "a runner that trusts delivery as permission (admission added late, then skipped)",
-            f"{PL}._admit_gate", ("WIR-006", "WIR-007"), _skip_admit),
+            f"{PL}._admit_gate", ("WIR-006", "WIR-007", "REC-005", "PROP-001"), _skip_admit),
     Control("ignore-admit-false", "wire",
             "Posts admit but takes any 2xx answer as a grant, never reading allowed:false.",
             "status-code-only checks of a JSON verdict; revoked work keeps running",
-            f"{PL}._admit_gate", ("WIR-007", "CAN-009", "CAN-010"), _ignore_allowed),
+            f"{PL}._admit_gate", ("WIR-007", "CAN-009", "CAN-010", "PROP-006"), _ignore_allowed),
     Control("admit-in-parallel", "wire",
             "Starts executing while the admit request is still in flight.",
             "optimistic execution to save a round trip; the effect precedes the grant",
@@ -223,20 +191,12 @@ CONTROLS: tuple[Control, ...] = (
     Control("no-reset-header", "wire", "Never sends x-runner-reset: 1, not even on the first poll.",
             "a client that omits the restart signal, so the server keeps stale channels",
             f"{MC}.poll", ("WIR-001",), _no_reset),
-    Control("reset-only-first-poll", "reconnection",
-            "Sends x-runner-reset only on the first poll of the process, not after a failure.",
-            "reconnect logic that forgets it lost its state (stale sessions after a blip)",
-            f"{MC}.poll", ("REC-001", "REC-002"), _reset_first_only),
     Control("upper-case-instance", "wire", "Sends the instance id in upper case.",
             "a UUID library formatting upper case (Windows GUIDs); the server compares strings",
             f"{MC}.__init__", ("WIR-002",), _upper_instance),
     Control("sends-origin", "wire", "Adds an Origin header to every machine-API request.",
             "a runner built on a browser-style fetch that always sends Origin",
             f"{MC}.__init__", ("WIR-003",), _sends_origin),
-    Control("stale-epoch-header", "generations",
-            "Keeps sending the first epoch it saw after the epoch changed.",
-            "headers built once at connect and cached for the process' life",
-            f"{MC}._headers_for_post", ("GEN-005", "WIR-004"), _stale_epoch),
     Control("stable-instance-id", "wire",
             "Derives the instance id from its config, so a restart reuses it.",
             "an instance id persisted on disk: the new process impersonates the old one",
@@ -255,32 +215,32 @@ CONTROLS: tuple[Control, ...] = (
             "Logs its first poll request with the headers, bearer token included.",
             "debug request logging left on (tokens in CI logs)",
             f"{MC}.poll", ("SEC-001", "CFG-001"), _prints_token),
-    Control("exits-on-poll-error", "reconnection",
-            "Treats every poll failure (5xx, dropped connection, bad body) as fatal: exit 1.",
-            "no reconnect loop; a server deploy takes every runner offline",
-            f"{MC}.poll", ("REC-001", "REC-002", "REC-008", "REC-010"), _exits_on_error),
-    Control("retry-after-unauthorized", "generations",
-            "Retries forever after runner_unauthorized instead of exiting 1.",
-            "a disabled or deleted runner hammering the server (zombie agents)",
-            f"{MC}.poll", ("GEN-008", "CFG-012"), _retries_unauthorized),
-    Control("crash-on-malformed-poll", "reconnection",
-            "Dies when a poll answer is not the expected JSON.",
-            "an unhandled parse error in the main loop (a proxy's HTML error page kills it)",
-            f"{MC}.poll", ("REC-008",), _crash_on_malformed),
-    Control("no-reconnect-delay", "reconnection", "Polls again at once after a failure.",
-            "hot reconnect loop (thundering herd after an outage)",
-            "runner_ref.timings:RECONNECT_DELAY", ("REC-009",), const(0.0)),
-    Control("result-lost-on-5xx", "reconnection",
-            "Deletes the receipt when the result post fails, so the redelivery runs again.",
-            "'not reported means not done': duplicate job execution after a failed report",
-            f"{PL}._deliver", ("REC-004", "REC-007"), _forget_receipt_on_failed_post),
-    Control("keep-channels-on-new-epoch", "generations",
-            "Closes its channels only at shutdown, not when the epoch changes.",
-            "stale sessions kept across a server restart (orphaned Hermes sockets)",
-            f"{PL}._disconnect_local", ("GEN-001", "GEN-007", "GEN-009"),
-            _drop_on_shutdown_only("channels")),
-    Control("keep-leases-on-new-epoch", "generations",
-            "Disposes its team-tool leases only at shutdown, not when the epoch changes.",
-            "credentials of an old generation still honoured after a reset",
-            f"{PL}._disconnect_local", ("GEN-002",), _drop_on_shutdown_only("leases")),
+    Control("reset-on-every-poll", "wire",
+            "Sends x-runner-reset: 1 on every poll (the reset flag is never cleared).",
+            "a sticky reconnect flag: every poll drops the online state and its channels",
+            "runner_ref.machine_client:MachineClient.poll", ("WIR-901",), _sticky_reset),
+    Control("follows-redirects", "wire",
+            "Its machine-API client follows HTTP redirects.",
+            "a redirect (proxy, captive portal, hostile server) sends the token elsewhere",
+            "runner_ref.machine_client:MachineClient._http", ("WIR-903",), _follows_redirects),
+    Control("acts-on-error-text", "wire",
+            "Takes any error whose text mentions 'unauthorized' as runner_unauthorized.",
+            "string-matching error messages: a reworded message changes the behaviour",
+            "runner_ref.machine_client:MachineClient._request", ("WIR-904",),
+            _reads_error_text),
+    Control("missing-deadline-runs", "wire",
+            "Runs a command whose expiresAt is missing or not a number (no deadline = forever).",
+            "a lenient parser turning a malformed deadline into none: stale work runs late",
+            "runner_ref.poll_loop:deadline_ok", ("WIR-905",), _no_deadline_means_forever),
+    Control("uncapped-error-text", "wire",
+            "Puts an error's whole text into the error result (no 1000-char cap).",
+            "an upstream's (Hermes') error text forwarded as it came: unbounded result bodies",
+            "runner_ref.timings:ERROR_TEXT_CAP", ("WIR-906",), const(10 ** 9), rebind=True),
+    Control("keep-alive-websocket", "wire",
+            "Keeps HTTP connections to Hermes alive, so a gateway WebSocket is upgraded on a "
+            "connection that just carried an HTTP request.",
+            "an HTTP client's default connection pool: against Hermes 0.19.0 (uvicorn) the "
+            "finished request's keep-alive timer can close the WebSocket 5 s after it opened — "
+            "the reference runner lost real first turns this way",
+            "runner_ref.hermes:KEEP_ALIVE", ("WIR-907",), const(True)),
 )

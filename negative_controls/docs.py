@@ -34,6 +34,11 @@ case passes; the reference runner must pass every declared case. A declared case
 the catalogue yet makes that control's self-test xfail ("case not written yet"), never pass.
 By hand: `python -m negative_controls.verify [NAME …]` prints control → cases → verdict.
 
+The rows live in `negative_controls/controls_<area>.py`, by family; each module's in-process
+probes in `tests/negative_controls/nc_probes_<area>.py`. A case's docstring that names a
+control in its `fails when:` line is a claim the row must declare, so the self-test proves
+it (`tests/test_fails_when.py`).
+
 """
 
 

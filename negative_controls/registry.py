@@ -11,9 +11,7 @@ from . import (
     controls_ledger,
     controls_permission,
     controls_process,
-    controls_spec,
-    controls_spec2,
-    controls_spec3,
+    controls_reconnection,
     controls_teamtools,
     controls_wire,
 )
@@ -22,10 +20,9 @@ from .control import FAMILIES, Control, problems
 MINIMUM = 35
 
 CONTROLS: tuple[Control, ...] = (
-    *controls_wire.CONTROLS, *controls_permission.CONTROLS, *controls_ledger.CONTROLS,
-    *controls_gateway.CONTROLS, *controls_process.CONTROLS, *controls_teamtools.CONTROLS,
-    *controls_spec.CONTROLS, *controls_spec2.CONTROLS,
-    *controls_spec3.CONTROLS,
+    *controls_wire.CONTROLS, *controls_reconnection.CONTROLS, *controls_permission.CONTROLS,
+    *controls_ledger.CONTROLS, *controls_gateway.CONTROLS, *controls_process.CONTROLS,
+    *controls_teamtools.CONTROLS,
 )
 BY_NAME: dict[str, Control] = {c.name: c for c in CONTROLS}
 

@@ -15,4 +15,10 @@ arguments are the world's options for this case. It says expected vs actual with
 
 The feature a case needs is the row's ``feature``; the plugin deselects it outside the chosen
 profile and ends it not-applicable when the runner does not advertise a wire feature.
+
+Files: ``test_<family>.py``, split by concern as ``test_<family>_<concern>.py`` once a family
+passes ~400 lines; a family's 9NN cases (the spec-coverage sweep) sit with the others. Each
+case's docstring says ``fails when:`` and names, in parentheses, the negative controls that show
+it (``(claim-upserts)``): each named control declares the case in its registry row, so the
+negative-control self-test proves the claim (``tests/test_fails_when.py``).
 """

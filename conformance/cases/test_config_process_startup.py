@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 from collections.abc import Callable
 from typing import Any
 
 from conformance.marks import case
+from conformance.process import Process, scrubbed_env
 from conformance.verdict import CaseFailed, expect
 
 from ._helpers_process import (
+    EXIT_TIMEOUT,
     brief,
     config_values,
     exit_code,
@@ -262,3 +265,43 @@ async def test_config_that_is_not_json_exits_1(world: Any) -> None:
            witness=runner.stderr_text().splitlines()[-3:])
     sent = world_exchanges(world)
     expect(not sent, expected="no request", actual=f"{len(sent)} request(s)")
+
+
+@case("CFG-902", start_runner=False)
+async def test_without_config_exits_1(world: Any) -> None:
+    """fails when: the runner started without --config exits 0, keeps running (e.g. looks for
+    a default file) or crashes with another code."""
+    runner = world.runner
+    runner.write_config()
+    argv = runner.version_argv()[:-1]  # the template without "--config {config}" and --version
+    proc = Process(argv, env=scrubbed_env(secrets=runner.secrets), cwd=runner.directory)
+    await proc.start()
+    try:
+        code: int | None = await proc.wait(EXIT_TIMEOUT)
+    except TimeoutError:
+        code = None
+    finally:
+        if proc.running:
+            await proc.stop(5)
+    expect(code == 1, expected="exit code 1 without --config",
+           actual="still running" if code is None else f"exit code {code}",
+           witness=runner.secrets.redact(b"\n".join(line.encode() for line in proc.tail(5)).decode()))
+
+
+ISO_LINE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})? \S")
+
+
+@case("CFG-906")
+async def test_status_lines_are_time_stamped(world: Any) -> None:
+    """After a connection and a graceful stop, every non-empty stderr line starts with an
+    ISO-8601 time and a space.
+
+    fails when: the runner prints bare texts ("connected", "stopped"), another time format, or
+    multi-line output (a traceback) on stderr."""
+    code = await world.runner.terminate(15)
+    _, err = world.runner.redacted_output()
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    bad = [ln[:160] for ln in lines if not ISO_LINE.match(ln)]
+    expect(lines and not bad, expected="every stderr line '<ISO-8601 time> <text>'",
+           actual=bad[:5] or "no stderr at all")
+    expect(code == 0, expected="exit code 0", actual=code)

@@ -8,6 +8,7 @@ instance ids on the wire.
 from __future__ import annotations
 
 import json
+import stat
 from typing import Any
 
 from conformance.marks import case
@@ -23,6 +24,7 @@ from ._helpers_process import (
     state_dir,
     world_exchanges,
 )
+from ._helpers_wire import describe, http
 
 
 @case("CFG-008")
@@ -87,3 +89,20 @@ async def test_service_instance_file_names_the_instance(world: Any) -> None:
     expect(code == 0, expected="exit code 0", actual=code)
     expect(not info_path.exists(), expected="service-instance.json deleted at a clean exit",
            actual="still there")
+
+
+@case("CFG-903")
+async def test_state_files_are_0600(world: Any) -> None:
+    """After a command ran (so the ledger and its journal exist), every regular file under the
+    state directory has no group or other permission bits.
+
+    fails when: the runner creates the ledger (or the lock, the instance file, a journal) with
+    the process umask, e.g. 0644."""
+    _, out = await http(world, "/api/status", profile=None)
+    expect(out.ok, expected="GET /api/status relayed", actual=describe(out))
+    where = state_dir(world.runner)
+    files = sorted(p for p in where.rglob("*") if p.is_file())
+    expect(files, expected="files in the state directory", actual="none")
+    loose = [f"{p.relative_to(where)} {oct(stat.S_IMODE(p.stat().st_mode))}" for p in files
+             if stat.S_IMODE(p.stat().st_mode) & 0o077]
+    expect(not loose, expected="every state file mode 0600 (no group/other bits)", actual=loose)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from signal import SIGTERM
+from signal import SIGINT, SIGTERM
 from typing import Any
 
 from conformance.marks import case
@@ -23,6 +23,8 @@ from ._helpers_process import (
     brief,
     exit_code,
 )
+from ._helpers_state import WAIT, download, reads
+from ._helpers_wire import excerpt
 
 
 @case("CFG-010")
@@ -120,4 +122,53 @@ async def test_sigterm_closes_every_gateway(world: Any) -> None:
     expect(len(sockets) >= 2 and sockets <= closed,
            expected=f"every channel socket closed: {sorted(s or '' for s in sockets)}",
            actual=f"closed: {sorted(s or '' for s in closed)}")
+    expect(code == 0, expected="exit code 0", actual=code)
+
+
+@case("CFG-904", manual_clock=True)
+async def test_sigint_stops_polling(world: Any) -> None:
+    """The runner's poll is held (the manual clock never ends it); SIGINT is sent; from then on
+    no poll request may reach the control plane, and the runner exits.
+
+    fails when: the runner polls again after the signal (a "last poll" before leaving, a loop
+    that re-polls once the aborted poll returns) or ignores SIGINT."""
+    cp, rid = world.cp, world.runner_id
+    await cp.poll_held(rid, timeout=WAIT)
+    mark = cp.history.last_seq
+    world.runner.signal(SIGINT)
+    await world.runner.guard(cp.poll_released(rid, timeout=WAIT), "its held poll was aborted",
+                             WAIT)
+    code = await exit_code(world.runner, "SIGINT")
+    late = [brief(ex) for ex in cp.history.since(mark) if ex.route == "poll"]
+    expect(not late, expected="no poll after SIGINT", actual=late,
+           witness=excerpt(world, after_seq=mark))
+    expect(code == 0, expected="exit code 0 after SIGINT", actual=code)
+
+
+@case("CFG-905", manual_clock=True)
+async def test_graceful_stop_starts_no_new_command(world: Any) -> None:
+    """A download's admit is held by the control plane (manual clock); SIGTERM; once the runner
+    aborted its poll the admit is answered {allowed:true}; the runner must not execute the
+    command (no Hermes read of the file) — it had not started executing it.
+
+    fails when: the runner drains pending commands before it stops accepting work, executing a
+    command whose admit arrives during the stop."""
+    cp, rid = world.cp, world.runner_id
+    payload = download(world, "stop.txt")
+    command_id = str(uuid.uuid4())
+    cp.faults.delay_next("admit", n=1, seconds=5.0, target=command_id)
+    handle = await cp.submit(rid, "http", payload, command_id=command_id)
+    await world.runner.guard(cp.history.wait_for(
+        lambda ex: ex.route == "admit" and ex.command_id == handle.id, timeout=WAIT + 1),
+        "the held admit", WAIT)
+    await cp.poll_held(rid, timeout=WAIT)
+    world.runner.signal(SIGTERM)
+    await world.runner.guard(cp.poll_released(rid, timeout=WAIT), "its held poll was aborted",
+                             WAIT)
+    world.clock.advance(5.0)
+    code = await exit_code(world.runner, "SIGTERM with an admit pending")
+    expect(reads(world, payload) == 0,
+           expected="no Hermes read of a command admitted during the graceful stop",
+           actual=f"{reads(world, payload)} file.read effect(s)",
+           witness=excerpt(world, handle.id))
     expect(code == 0, expected="exit code 0", actual=code)

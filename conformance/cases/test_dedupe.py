@@ -7,6 +7,13 @@ from typing import Any
 from conformance.marks import case
 from conformance.verdict import expect
 
+from ._helpers_channels import (
+    new_session,
+    outcome_text,
+)
+from ._helpers_channels import (
+    witness as channel_witness,
+)
 from ._helpers_state import (
     CONFLICT,
     NOT_ADMITTED,
@@ -223,3 +230,35 @@ async def test_stored_refusal_is_replayed_without_admit(world: Any) -> None:
            expected="no new admit and no effect for the replay",
            actual=f"{len(admits_of(world, first.id)) - admits} new admits, "
                   f"{reads(world, payload)} file.read effects", witness=witness(world, first.id))
+
+
+@case("DED-901")
+async def test_conflict_answered_while_the_original_runs(world: Any) -> None:
+    """A prompt.submit is held inside Hermes (before prompt.accept); the control plane gives up
+    on it and delivers the same id with another payload: the runner answers
+    idempotency_conflict at once, while the original is still held, and the original's prompt
+    reaches Hermes once.
+
+    fails when: the runner applies the in-flight rule before the fingerprint (the conflicting
+    delivery waits for, then shares, the original's reply)."""
+    cp = world.cp
+    ch = await cp.open_channel(world.runner_id)
+    sid = await new_session(world, ch)
+    pause = world.hermes.pause_at("before prompt.accept", session_id=sid)
+    handle = await cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "hello"})
+    await pause.reached(timeout=WAIT)
+    handle.expire()   # the control plane ends it; the runner still runs it
+    other = {**handle.wire["payload"], "params": {"session_id": sid, "text": "other"}}
+    try:
+        replay = await cp.replay(world.runner_id, handle.wire, payload=other)
+        out = await replay.wait(WAIT)
+    except TimeoutError:
+        out = None
+    finally:
+        pause.release()
+    expect(out is not None and not out.ok and out.code == "idempotency_conflict",
+           expected="idempotency_conflict while the original is in flight",
+           actual=outcome_text(out), witness=channel_witness(world, handle.id))
+    await world.hermes.effects.wait_for("turn.finished", timeout=WAIT, session_id=sid)
+    n = len(prompt_effects(world, sid))
+    expect(n == 1, expected="the original prompt reached Hermes once", actual=n)

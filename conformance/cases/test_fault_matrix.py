@@ -60,25 +60,47 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
 @case("FLT-001")
 @long_case
 def test_kill_at_each_step(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    """The kill row, judged by INV-1, INV-6 and INV-7 (``rows.faults.JUDGED_BY``).
+
+    fails when: the ledger is not durable (ledger-in-memory), or a started row runs again after
+    the kill (rerun-started-rows)."""
     _run(request, "FLT-001", runner_cmd)
 
 
 @case("FLT-002")
 @long_case
 def test_server_restart_at_each_step(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    """The server-restart row, judged by INV-1, INV-5 and INV-11 (``rows.faults.JUDGED_BY``).
+
+    fails when: a command runs twice across the restart (INV-1), or a result of the old epoch
+    or of a fenced instance is accepted (INV-5, INV-11). No negative control is proven against
+    it yet: stale-epoch-header makes it time out, not fail."""
     _run(request, "FLT-002", runner_cmd)
 
 
 @case("FLT-003")
 def test_route_faults(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    """The route row, judged by INV-1 and INV-6 (``rows.faults.JUDGED_BY``).
+
+    fails when: a failed result post loses the receipt, so the redelivery runs again
+    (result-lost-on-5xx)."""
     _run(request, "FLT-003", runner_cmd)
 
 
 @case("FLT-004")
 def test_deadlines_at_each_step(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    """The deadline row, judged by its cells' own check (``rows.faults.JUDGED_BY``).
+
+    fails when: a command is accepted after its deadline (queued, held at admit or at its
+    result). No negative control is proven against it: no-deadline-check passes it (the
+    control plane refuses the late result itself)."""
     _run(request, "FLT-004", runner_cmd)
 
 
 @case("FLT-005")
 def test_one_hour_retirement(request: pytest.FixtureRequest, runner_cmd: str) -> None:
+    """The retirement row, judged by INV-7 (``rows.faults.JUDGED_BY``).
+
+    fails when: a receipt retired after an hour is deleted, so its replay runs again instead
+    of being answered runner_command_uncertain (retire-deletes-rows)."""
     _run(request, "FLT-005", runner_cmd)

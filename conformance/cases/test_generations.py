@@ -11,6 +11,20 @@ from conformance.adapter import RunnerUnderTest
 from conformance.marks import case
 from conformance.verdict import expect
 
+from ._helpers_channels import (
+    effects_of,
+    expect_error,
+    expect_no_effect,
+    new_session,
+    prompt,
+    ws_closed,
+)
+from ._helpers_channels import (
+    socket_of as channel_socket_of,
+)
+from ._helpers_channels import (
+    witness as channel_witness,
+)
 from ._helpers_state import (
     WAIT,
     download,
@@ -296,3 +310,55 @@ async def test_rpc_for_old_epoch_channel_is_refused(world: Any) -> None:
                "prompt.accepted", after_seq=at),
            expected="no effect on the old session", actual=f"{len(prompt_effects(world, sid))} prompts",
            witness=witness(world, ch.connection_id))
+
+
+async def _fail_one_poll(world: Any) -> Any:
+    """One poll answered 500 (a local disconnect); the reset poll that follows."""
+    cp = world.cp
+    mark = cp.history.last_seq
+    cp.faults.fail_next("poll", n=1, status=500, code="internal_error")
+    return await world.runner.guard(cp.history.wait_for(
+        lambda ex: ex.route == "poll" and ex.reset and ex.status == 200 and ex.answered,
+        timeout=WAIT + 6, after_seq=mark), "a reset poll after the failed poll", WAIT + 5)
+
+
+@case("GEN-901")
+async def test_local_disconnect_interrupts_running_sessions(world: Any) -> None:
+    """A turn runs (HANGTEST); one poll fails; the local disconnect closes the channel and
+    sends session.interrupt to its running session first.
+
+    fails when: a local disconnect closes the Hermes sockets without interrupting the turns
+    they carry (the agent keeps working for nobody)."""
+    ch = await world.cp.open_channel(world.runner_id)
+    sid = await new_session(world, ch)
+    sock = await channel_socket_of(world, sid)
+    await prompt(world, ch, sid, "HANGTEST")
+    await world.hermes.effects.wait_for("prompt.accepted", timeout=WAIT, session_id=sid)
+    await _fail_one_poll(world)
+    closed = await ws_closed(world, sock)
+    interrupts = effects_of(world, "session.interrupted", session_id=sid)
+    expect(interrupts and (closed is None or interrupts[0].seq < closed.seq),
+           expected=f"session.interrupt for {sid} before its socket closes",
+           actual=f"interrupts {[e.seq for e in interrupts]}, ws.closed "
+                  f"{closed.seq if closed else None}", witness=channel_witness(world, sid, "ws.closed"))
+
+
+@case("GEN-902")
+async def test_local_disconnect_tombstones_channel_ids(world: Any) -> None:
+    """A channel is open; one poll fails; after the reset poll, a gateway.open of the closed
+    channel's id fails and connects no Hermes socket.
+
+    fails when: the local disconnect forgets the ids it closed, so a late (or replayed)
+    gateway.open revives a channel of the old generation."""
+    ch = await world.cp.open_channel(world.runner_id)
+    sid = await new_session(world, ch)
+    sock = await channel_socket_of(world, sid)
+    await _fail_one_poll(world)
+    await ws_closed(world, sock)
+    mark = world.hermes.effects.entries[-1].seq
+    again = await world.cp.open_channel(world.runner_id, connection_id=ch.connection_id,
+                                        check=False)
+    expect_error(world, again.open_outcome, what="gateway.open of an id the local disconnect "
+                 "closed", needles=[ch.connection_id])
+    expect_no_effect(world, "ws.connected", after_seq=mark, what="a refused re-open",
+                     needles=[ch.connection_id])

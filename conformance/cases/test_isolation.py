@@ -16,6 +16,7 @@ from fixtures.hermes.script import Script
 
 from ._helpers_channels import (
     WAIT,
+    effects_of,
     event_for,
     expect_error,
     expect_no_effect,
@@ -308,3 +309,78 @@ async def test_lease_for_an_unowned_session_is_refused(world: Any) -> None:
     expect_error(world, lease.create_outcome, codes=("runner_session_forbidden",),
                  what="lease.create for a session no channel owns", needles=[lease.lease_id])
     expect_no_effect(world, "bind", what="a refused lease", needles=[lease.lease_id])
+
+
+@case("ISO-901")
+async def test_completed_turn_is_not_interrupted_at_close(world: Any) -> None:
+    """A prompt's turn ends (its message.complete is forwarded to the channel); a gateway.close
+    then must not send session.interrupt for that session: it is no longer running.
+
+    fails when: the runner marks a session running at prompt.submit and never clears it, so
+    every close (and every stop) interrupts idle sessions."""
+    cp, rid = world.cp, world.runner_id
+    ch = await cp.open_channel(rid)
+    sid = await new_session(world, ch)
+    sock = await socket_of(world, sid)
+    await prompt(world, ch, sid, "hello")
+    after = 0
+    while True:
+        frame = await ch.next_event("message.complete", timeout=WAIT, after=after)
+        if frame.get("session_id") == sid:
+            break
+        after = ch.events.index(frame) + 1
+    await world.hermes.effects.wait_for("turn.finished", timeout=WAIT, session_id=sid)
+    close = await cp.close_channel(ch)
+    expect_ok(world, close, what="gateway.close", needles=[ch.connection_id])
+    await ws_closed(world, sock)
+    interrupts = effects_of(world, "session.interrupted", session_id=sid)
+    expect(not interrupts, expected=f"no session.interrupt for {sid}, whose turn completed",
+           actual=f"{len(interrupts)} interrupt(s)", witness=witness(world, sid))
+
+
+async def _nth_event(ch: Any, type_: str, sid: str, n: int) -> dict[str, Any]:
+    """The ``n``-th forwarded frame (1-based) of ``type_`` for session ``sid`` (bounded wait)."""
+    after, seen = 0, 0
+    while True:
+        frame = await ch.next_event(type_, timeout=WAIT, after=after)
+        after = ch.events.index(frame) + 1
+        if frame.get("session_id") == sid:
+            seen += 1
+            if seen == n:
+                return frame
+
+
+@case("ISO-902")
+async def test_queued_turn_started_by_hermes_is_running(world: Any) -> None:
+    """A turn runs (HANGTEST); a second prompt.submit is queued, which ends the first turn
+    (its message.complete is forwarded, so the session is no longer running) and makes Hermes
+    start the queued turn by itself, announced only by a second ``message.start``. Once that
+    frame is forwarded, a gateway.close must send session.interrupt for the session before its
+    socket closes: the queued turn is running.
+
+    fails when: the runner marks a session running only at its own prompt.submit (and clears
+    it at message.complete), so a turn Hermes starts from its queue is closed without an
+    interrupt and keeps running in Hermes."""
+    cp = world.cp
+    ch = await cp.open_channel(world.runner_id)
+    sid = await new_session(world, ch)
+    sock = await socket_of(world, sid)
+    await prompt(world, ch, sid, "HANGTEST first")
+    await world.hermes.effects.wait_for("prompt.accepted", timeout=WAIT, session_id=sid)
+    await prompt(world, ch, sid, "HANGTEST queued")
+    await _nth_event(ch, "message.complete", sid, 1)   # the first turn ended: not running
+    await _nth_event(ch, "message.start", sid, 2)      # Hermes started the queued turn
+    started = effects_of(world, "prompt.accepted", session_id=sid)
+    expect(len(started) == 2 and started[-1].detail.get("queued") is True,
+           expected="the queued prompt started by Hermes", actual=[e.detail for e in started])
+    mark = world.hermes.effects.entries[-1].seq
+    close = await cp.close_channel(ch)
+    expect_ok(world, close, what="gateway.close", needles=[ch.connection_id])
+    closed = await ws_closed(world, sock)
+    interrupts = effects_of(world, "session.interrupted", session_id=sid, after_seq=mark)
+    expect(bool(interrupts) and (closed is None or interrupts[0].seq < closed.seq),
+           expected=f"session.interrupt for {sid}, whose queued turn Hermes started "
+                    "(message.start forwarded), before its socket closes",
+           actual=f"interrupts {[e.seq for e in interrupts]}, ws.closed "
+                  f"{closed.seq if closed else None}",
+           witness=witness(world, sid, "ws.closed"))

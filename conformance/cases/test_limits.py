@@ -4,12 +4,14 @@ malformed commands, Hermes errors and outages (rows: conformance/rows/limits.py)
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect, not_applicable
 from fake_server import Timings
 
+from ._helpers_canned import CannedTap, behind_canned, reset_poll_after_canned
 from ._helpers_channels import (
     elide_large_bodies,
     event_for,
@@ -23,6 +25,8 @@ from ._helpers_channels import (
     stored_id,
     witness,
 )
+from ._helpers_outcomes import brief_outcome, effects_since, last_seq, submit_http
+from ._helpers_wire import excerpt
 
 MAX_CHANNELS = MAX_LEASES = 64
 MIB = 1024 * 1024
@@ -240,3 +244,91 @@ async def test_command_near_the_36_mib_limit_is_handled(world: Any) -> None:
            actual=f"{outcome_text(out)}, {len(results)} result post(s)",
            witness=witness(world, handle.id, limit=4))
     await stays_online(world, epoch, what="after a 36 MiB command")
+
+
+@case("LIM-905", start_runner=False)
+async def test_poll_answer_over_40_mib_is_not_read(world: Any) -> None:
+    """The tap answers the runner's next poll with a valid poll body of 41 MiB carrying one
+    command (a pad field makes it large). The runner should fail that poll (a reset poll
+    follows) and not act on the command: no admit for its id.
+
+    fails when: the runner reads a response of any size (memory blow-up on a hostile or broken
+    server) and admits what it carries."""
+    import uuid
+
+    from aiohttp import web
+
+    async with CannedTap(world.cp.url, token=world.registered.token,
+                         secrets=world.secrets) as tap:
+        await behind_canned(world, tap)
+        cid = str(uuid.uuid4())
+        epoch = world.cp.epoch(world.runner_id)
+        command = {"id": cid, "kind": "http", "payload": {"method": "GET", "path": "/api/status"},
+                   "expiresAt": 2**52, "pad": "x" * (41 * 1024 * 1024)}
+        body = json.dumps({"epoch": epoch, "commands": [command]}).encode()
+        tap.canned["poll"] = lambda request: web.Response(
+            status=200, body=body, content_type="application/json")
+        reset = await reset_poll_after_canned(world, tap)
+    admits = [ex for ex in world.cp.history.entries if ex.route == "admit" and ex.command_id == cid]
+    expect(not admits, expected="no admit for a command in a 41 MiB poll answer",
+           actual=f"{len(admits)} admit(s)")
+    expect(reset is not None, expected="a reset poll after the oversized answer",
+           actual="no reset poll", witness=excerpt(world, limit=6))
+
+
+@case("LIM-901")
+async def test_core_runner_refuses_memory_extract(world: Any) -> None:
+    """fails when: a core runner (no computers) forwards POST …/memory-extract to Hermes, or
+    refuses it with another code than memory_extraction_unavailable (e.g. runner_http_forbidden
+    because rule 4 ran before rule 1)."""
+    since = last_seq(world)
+    out = await submit_http(world, {"path": "/api/plugins/yaoyao-bot-bridge/memory-extract",
+                              "method": "POST", "search": "?profile=default",
+                              "body": {"profile": "default", "prompt": "remember"}})
+    expect(not out.ok and out.code == "memory_extraction_unavailable",
+           expected="an error result memory_extraction_unavailable", actual=brief_outcome(out))
+    expect(not effects_since(world, since), expected="no Hermes effect for memory-extract",
+           actual=effects_since(world, since))
+
+
+@case("LIM-902")
+async def test_open_accepts_any_uuid_and_refuses_an_open_id(world: Any) -> None:
+    """A gateway.open with a lower-case UUID that is not a version-4 one opens; a second
+    gateway.open of the same, still open, connectionId is refused with a plain error
+    (runner_error) and connects no second Hermes socket.
+
+    fails when: the runner accepts only v4 UUIDs (or validates the version nibble), or opens a
+    second socket / replaces the channel for an id that is already open, or refuses it with a
+    specific code instead of runner_error."""
+    import uuid
+
+    cid = str(uuid.uuid1())  # lower case, version 1
+    ch = await world.cp.open_channel(world.runner_id, profile="default", connection_id=cid,
+                                     check=False)
+    expect(ch.open_outcome is None or ch.open_outcome.ok,
+           expected=f"gateway.open of the version-1 UUID {cid} opens",
+           actual=brief_outcome(ch.open_outcome) if ch.open_outcome else "no outcome")
+    since = last_seq(world)
+    again = await world.cp.open_channel(world.runner_id, profile="default", connection_id=cid,
+                                        check=False)
+    out = again.open_outcome
+    expect(out is not None and not out.ok and out.code == "runner_error",
+           expected="a second gateway.open of an open id refused with runner_error",
+           actual=brief_outcome(out) if out else "no outcome (opened)")
+    new = [e for e in effects_since(world, since) if "ws.connected" in e]
+    expect(not new, expected="no second Hermes socket for an id that is already open",
+           actual=new)
+
+
+@case("LIM-903")
+async def test_rpc_on_a_channel_not_open_is_connection_closed(world: Any) -> None:
+    """A channel registered on the control plane but never opened on the runner: an RPC on it
+    is refused with runner_connection_closed.
+
+    fails when: the runner refuses it with another code (runner_error, runner_session_forbidden)
+    or forwards it."""
+    cp, rid = world.cp, world.runner_id
+    ch = cp.hub.register_channel(rid, None, 0, None, False, None)
+    out = await cp.rpc(ch, "session.usage", {"session_id": "deadbeef"})
+    expect_error(world, out, codes=("runner_connection_closed",),
+                 what="session.usage on a channel that is not open", needles=[ch.connection_id])

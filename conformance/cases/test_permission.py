@@ -9,10 +9,20 @@ the control plane then queues the command and only the runner can refuse it.
 from __future__ import annotations
 
 import json
+import os
+from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from fixtures.hermes.script import Script
 
+from ._helpers_channels import (
+    WAIT,
+    effects_of,
+    new_session,
+    outcome_text,
+)
+from ._helpers_outcomes import brief_outcome, effects_since, last_seq, submit_http
 from ._helpers_wire import (
     TIMEOUT,
     body_bytes,
@@ -310,3 +320,66 @@ async def test_only_stop_methods_after_revocation(world):
                              {"profile": "default", "current_session_id": sid})
     expect(out.ok, expected="an owned session.active_list still executes", actual=describe(out),
            witness=excerpt(world, "session.active_list", limit=4))
+
+
+@case("PERM-901")
+async def test_core_runner_refuses_a_computer_target(world: Any) -> None:
+    """fails when: a core runner (no computers) ignores the `computer` target of an http
+    command and relays the request to its local Hermes (a GET of /api/status, of session
+    messages or a download with a computer target reaches Hermes or answers 200).
+
+    The paths of rules 3 and 3b, and /api/status (allowlisted, no profile check): §3.1 says
+    every request with a computer target is refused, whatever its code."""
+    target = {"id": "vm-1"}
+    for path, search in (("/api/files/download", "?profile=default&path=%2Ftmp%2Fx"),
+                         ("/api/sessions/s1/messages", "?profile=default"),
+                         ("/api/status", "")):
+        since = last_seq(world)
+        out = await submit_http(world, {"path": path, "method": "GET", "search": search,
+                                  "computer": target})
+        expect(not out.ok, expected=f"GET {path} with a computer target refused",
+               actual=brief_outcome(out))
+        expect(not effects_since(world, since),
+               expected=f"no Hermes effect for GET {path} with a computer target",
+               actual=effects_since(world, since))
+
+
+@case("PERM-902")
+async def test_download_reaches_hermes_as_its_realpath(world: Any) -> None:
+    """A file inside the artifact root and a symlink to it (also inside): a download of the
+    link reaches Hermes as the target's realpath, the path the runner checked.
+
+    fails when: the runner checks the realpath but asks Hermes for the path it was given, so a
+    symlink swapped between check and read escapes the roots."""
+    root = world.artifact_root
+    target = root / "perm902-target.txt"
+    target.write_bytes(b"real\n")
+    link = root / "perm902-link.txt"
+    os.symlink(target, link)
+    from urllib.parse import urlencode
+    search = "?" + urlencode({"profile": "default", "path": str(link)})
+    mark = world.hermes.effects.entries[-1].seq if world.hermes.effects.entries else 0
+    out = await (await world.cp.submit(world.runner_id, "http", {
+        "method": "GET", "path": "/api/files/download", "search": search})).wait(WAIT)
+    expect(out.ok, expected="the download through an in-root symlink is relayed",
+           actual=outcome_text(out))
+    asked = [e.detail.get("path") for e in effects_of(world, "file.read", after_seq=mark)]
+    real = str(target.resolve())
+    expect(asked == [real], expected=f"Hermes asked for the realpath {real}", actual=asked)
+
+
+@case("PERM-903", hermes_script=Script.bundled("slow", active_list_without_list=True))
+async def test_active_list_without_a_list_is_unconfirmed(world: Any) -> None:
+    """Hermes answers session.active_list with ``{}``: the runner must answer 502
+    session_stop_unconfirmed — the control plane cannot tell whether the session still runs.
+
+    fails when: the runner reads a missing list as an empty one ("nothing is running"), so a
+    stop is confirmed that Hermes never confirmed."""
+    cp = world.cp
+    ch = await cp.open_channel(world.runner_id)
+    sid = await new_session(world, ch)
+    out = await cp.rpc(ch, "session.active_list", {"profile": "default",
+                                                   "current_session_id": sid})
+    expect(not out.ok and out.status == 502 and out.code == "session_stop_unconfirmed",
+           expected="502 session_stop_unconfirmed for an active_list reply without a list",
+           actual=outcome_text(out))

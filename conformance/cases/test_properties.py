@@ -42,17 +42,31 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str, seed: in
 
 @case("PROP-001")
 def test_permission_machine(request: pytest.FixtureRequest, runner_cmd: str, case_seed: int) -> None:
+    """The permission machine, judged by INV-2 and INV-9 (``rows.properties.JUDGED_BY``).
+
+    fails when: an effect needs no admit (skip-admit), or a profile-checked path ignores its
+    profile (http-no-profile-check)."""
     _run(request, "PROP-001", runner_cmd, case_seed)
 
 
 @case("PROP-002")
 def test_dedupe_machine(request: pytest.FixtureRequest, runner_cmd: str, case_seed: int) -> None:
+    """The dedupe machine, judged by INV-1, INV-6 and INV-10 (``rows.properties.JUDGED_BY``).
+
+    fails when: the claim upserts its row (claim-upserts), dedupe ignores the payload
+    (ignore-fingerprint), a redelivery in flight runs again (rerun-inflight-redelivery), or a
+    refusal is not stored (refusals-not-stored)."""
     _run(request, "PROP-002", runner_cmd, case_seed)
 
 
 @case("PROP-003")
 @long_case
 def test_receipts_machine(request: pytest.FixtureRequest, runner_cmd: str, case_seed: int) -> None:
+    """The receipts machine, judged by INV-1, INV-6 and INV-7 (``rows.properties.JUDGED_BY``).
+
+    fails when: the ledger is not durable (ledger-in-memory), a started row runs again after a
+    kill (rerun-started-rows), a retired row is deleted (retire-deletes-rows), or a receipt is
+    written after its result (write-behind-receipts)."""
     _run(request, "PROP-003", runner_cmd, case_seed)
 
 
@@ -60,6 +74,11 @@ def test_receipts_machine(request: pytest.FixtureRequest, runner_cmd: str, case_
 @long_case
 def test_generations_machine(request: pytest.FixtureRequest, runner_cmd: str,
                              case_seed: int) -> None:
+    """The generations machine, judged by INV-5, INV-8 and INV-11
+    (``rows.properties.JUDGED_BY``).
+
+    fails when: channels or leases outlive a new epoch (keep-channels-on-new-epoch,
+    keep-leases-on-new-epoch), or results carry the first epoch seen (stale-epoch-header)."""
     _run(request, "PROP-004", runner_cmd, case_seed)
 
 
@@ -67,15 +86,28 @@ def test_generations_machine(request: pytest.FixtureRequest, runner_cmd: str,
 @long_case
 def test_reconnection_machine(request: pytest.FixtureRequest, runner_cmd: str,
                               case_seed: int) -> None:
+    """The reconnection machine, judged by INV-1 and INV-6 (``rows.properties.JUDGED_BY``).
+
+    fails when: a failed result post loses the receipt (result-lost-on-5xx)."""
     _run(request, "PROP-005", runner_cmd, case_seed)
 
 
 @case("PROP-006")
 def test_cancel_races_machine(request: pytest.FixtureRequest, runner_cmd: str,
                               case_seed: int) -> None:
+    """The cancel-races machine, judged by INV-2, INV-3 and INV-8
+    (``rows.properties.JUDGED_BY``).
+
+    fails when: a closed channel or lease id is not tombstoned (no-tombstone,
+    no-lease-tombstone), or an admit answered allowed: false is taken as granted
+    (ignore-admit-false)."""
     _run(request, "PROP-006", runner_cmd, case_seed)
 
 
 @case("PROP-007")
 def test_isolation_machine(request: pytest.FixtureRequest, runner_cmd: str, case_seed: int) -> None:
+    """The isolation machine, judged by INV-4 (``rows.properties.JUDGED_BY``).
+
+    fails when: an event of a session is posted on a channel that does not own it (INV-4). No
+    negative control is proven against it yet: forward-foreign-events passes it."""
     _run(request, "PROP-007", runner_cmd, case_seed)

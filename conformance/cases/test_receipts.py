@@ -3,11 +3,15 @@ after a crash; a stored reply survives it."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
 
+from ._helpers_process import state_dir
 from ._helpers_state import (
     NOT_ADMITTED,
     UNCERTAIN,
@@ -26,6 +30,7 @@ from ._helpers_state import (
     wait_route,
     witness,
 )
+from ._helpers_wire import describe, http, posted_code
 
 
 async def _crash_and_start(world: Any, h: Harness, point: str, cid: str, *,
@@ -167,3 +172,69 @@ async def test_refusal_is_stored_before_it_is_posted(world: Any) -> None:
     expect(reads(world, payload) == 0, expected="no effect", actual=f"{reads(world, payload)} reads",
            witness=witness(world, handle.id))
     verdict(world, h)
+
+
+LEDGER = "runner-commands.sqlite3"
+
+
+LOCKED_WAIT = 15.0
+
+
+@contextlib.contextmanager
+def _ledger_locked(world: Any) -> Iterator[None]:
+    path = state_dir(world.runner) / LEDGER
+    conn = sqlite3.connect(str(path), timeout=5.0, isolation_level=None)
+    try:
+        conn.execute("BEGIN EXCLUSIVE")
+        yield
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        conn.close()
+
+
+async def _result_while_locked(world: Any) -> tuple[dict[str, Any], Any]:
+    """A download submitted while the ledger is locked, and its result post (None when the
+    runner posted none within the bound: it waits for the lock)."""
+    _, out = await http(world, "/api/status", profile=None)   # the ledger exists and is in use
+    expect(out.ok, expected="GET /api/status relayed", actual=describe(out))
+    payload = download(world, "locked.txt")
+    with _ledger_locked(world):
+        handle = await world.cp.submit(world.runner_id, "http", payload)
+        try:
+            ex = await world.cp.history.wait_for(
+                lambda e: e.route == "result" and e.command_id == handle.id and e.answered,
+                timeout=LOCKED_WAIT)
+        except TimeoutError:
+            ex = None
+    return payload, ex
+
+
+@case("INC-901")
+async def test_unclaimable_command_is_not_executed(world: Any) -> None:
+    """The harness holds the ledger's write lock; a download delivered then must not reach
+    Hermes (its result, if posted while the lock is held, is an error).
+
+    fails when: the runner treats a ledger failure as "no row" and executes the command without
+    a durable started row (a crash then replays it: double execution)."""
+    payload, ex = await _result_while_locked(world)
+    if ex is None:
+        return   # it waits for the lock: the lookup did not fail, nothing to judge
+    expect(posted_code(ex) is not None, expected="an error result while the ledger is locked",
+           actual=str(ex.request_body)[:200])
+    expect(reads(world, payload) == 0, expected="no Hermes read of an unclaimed command",
+           actual=f"{reads(world, payload)} file.read effect(s)")
+
+
+@case("INC-902")
+async def test_unclaimable_command_is_uncertain(world: Any) -> None:
+    """The harness holds the ledger's write lock; the download delivered then is answered
+    runner_command_uncertain ("original command needs reconciliation").
+
+    fails when: the runner answers another code (runner_error), or waits for the lock until
+    the control plane's deadline."""
+    _, ex = await _result_while_locked(world)
+    code = posted_code(ex) if ex is not None else None
+    expect(code == "runner_command_uncertain",
+           expected="runner_command_uncertain while the ledger is locked",
+           actual=code or ("no result within 15 s" if ex is None else "a result"))

@@ -7,7 +7,16 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from fake_server import Timings
 
+from ._helpers_channels import (
+    new_session,
+    socket_of,
+    ws_closed,
+)
+from ._helpers_channels import (
+    witness as channel_witness,
+)
 from ._helpers_state import (
     NOT_ADMITTED,
     WAIT,
@@ -23,6 +32,7 @@ from ._helpers_state import (
     wait_route,
     witness,
 )
+from ._helpers_wire import excerpt
 
 STATUS = {"method": "GET", "path": "/api/status", "search": ""}
 
@@ -91,7 +101,7 @@ async def test_dropped_poll_then_reset_poll(world: Any) -> None:
 @case("REC-003", manual_clock=True)
 async def test_slow_poll_answer_keeps_the_runner(world: Any) -> None:
     """fails when: the runner gives up on a slow poll answer (a short client timeout treated as
-    fatal: exits-on-poll-error)."""
+    fatal; exits-on-poll-error does not show it: a slow answer is no poll error)."""
     await world.cp.poll_held(world.runner_id)
     world.cp.faults.delay_next("poll", seconds=10.0)
     at = mark(world)
@@ -271,3 +281,65 @@ async def test_service_updating_and_stopping_lose_nothing(world: Any) -> None:
     expect(reads(world, payload) == 1 and len(results_of(world, first.id)) == 2,
            expected="no new effect", actual=f"{reads(world, payload)} reads", witness=witness(world, first.id))
     await _works(world)
+
+
+#: next poll after an answer: "within a few seconds" (§2.5); generous for a loaded machine
+NEXT_POLL = 10.0
+
+
+@case("REC-901", timings=Timings(poll_hold=0.5, redelivery=1.0))
+async def test_next_poll_follows_the_answer(world: Any) -> None:
+    """With a short poll hold, four idle poll answers in a row are each followed by the next
+    poll within a few seconds (bounded wait, no timing assertion).
+
+    fails when: the runner backs off while idle (waits tens of seconds after an empty answer)
+    or polls only when it has work, so the control plane's 35 s watchdog takes it offline."""
+    cp = world.cp
+    answered = await cp.history.wait_for(lambda ex: ex.route == "poll" and ex.status == 200
+                                         and ex.answered, timeout=WAIT)
+    for _ in range(4):
+        prev = answered
+        try:
+            nxt = await cp.history.wait_for(lambda e, p=prev: e.route == "poll" and e.seq > p.seq,
+                                            timeout=NEXT_POLL, after_seq=prev.seq)
+        except TimeoutError:
+            nxt = None
+        expect(nxt is not None, expected=f"a poll within {NEXT_POLL:.0f} s of the answer to "
+                                         f"poll #{prev.seq}", actual="none",
+               witness=excerpt(world, after_seq=prev.seq - 1))
+        assert nxt is not None
+        answered = await cp.history.wait_for(
+            lambda e, s=nxt.seq: e.route == "poll" and e.seq == s and e.answered,
+            timeout=WAIT, after_seq=prev.seq)
+
+
+@case("REC-902")
+async def test_failed_event_post_disconnects(world: Any) -> None:
+    """The control plane answers the runner's next event post 500; the runner must disconnect
+    locally: the channel's Hermes socket closes and its next poll is a reset poll.
+
+    fails when: the runner drops the frame and carries on (the channel stays open on a stale
+    stream, frames lost without a reconnect)."""
+    cp, rid = world.cp, world.runner_id
+    ch = await cp.open_channel(rid)
+    sid = await new_session(world, ch)
+    sock = await socket_of(world, sid)
+    mark = cp.history.last_seq
+    cp.faults.fail_next("event", status=500, code="internal_error")
+    # The failed post may be an event the turn sends before the runner posts the prompt's
+    # result; the local disconnect it causes may then end the command runner_offline. Either
+    # outcome is the runner's to choose: only the disconnect is judged here.
+    await cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "hello"})
+    failed = await world.runner.guard(cp.history.wait_for(
+        lambda ex: ex.route == "event" and ex.fault == "fail" and ex.answered,
+        timeout=WAIT + 1, after_seq=mark), "the failed event post", WAIT)
+    try:
+        reset = await cp.history.wait_for(lambda ex: ex.route == "poll" and ex.reset,
+                                          timeout=WAIT, after_seq=failed.seq)
+    except TimeoutError:
+        reset = None
+    expect(reset is not None, expected="a reset poll after the event post failed with 500",
+           actual="no reset poll", witness=excerpt(world, after_seq=mark))
+    closed = await ws_closed(world, sock)
+    expect(closed is not None, expected="the channel's Hermes socket closes (local disconnect)",
+           actual="still open", witness=channel_witness(world, sid, "ws.closed"))

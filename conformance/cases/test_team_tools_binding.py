@@ -1,5 +1,6 @@
 """TT — team tools, the lease's binding: lease.bind calls the plugin's bind, lease.close unbinds,
-and the binds the runner must refuse (§3.6–3.7, §6.4).
+the binds the runner must refuse, and a bind repeated when the stored session id changed
+while it was in flight (§3.6–3.7, §6.4).
 
 Each case creates an owned session on a channel and a lease through the control plane, and reads
 the plugin's side (bind / unbind effects, the binding) from the scripted Hermes.
@@ -7,13 +8,20 @@ the plugin's side (bind / unbind effects, the binding) from the scripted Hermes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
 
+from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import expect
 
+from ._helpers_channels import (
+    WAIT,
+    outcome_text,
+    witness,
+)
 from ._helpers_process import (
     TOOLS,
     bound_lease,
@@ -122,3 +130,59 @@ async def test_failed_plugin_bind_is_bind_failed(world: Any) -> None:
     expect(not out.ok and out.code == "team_tools_bind_failed",
            expected="a bind answered 500 → team_tools_bind_failed",
            actual=f"{out.status} {out.code}")
+
+
+@case("TT-904", hermes_script="team")
+async def test_bind_without_native_tools_is_unavailable(world: Any) -> None:
+    """The plugin answers the first bind {ok:true, native_tools:false}: lease.bind must fail
+    with team_tools_unavailable.
+
+    fails when: the runner takes any {ok:true} as bound, so tools are announced to a Hermes
+    that cannot serve them natively."""
+    b = await bound_lease(world, bind=False)
+    world.hermes.bridge.native_tools = False
+    out = await world.cp.bind_lease(b.lease)
+    expect(not out.ok and out.code == "team_tools_unavailable",
+           expected="a bind without native_tools:true → team_tools_unavailable",
+           actual=outcome_text(out))
+
+
+@case("TT-909", hermes_script="team")
+async def test_stored_id_changed_during_bind_binds_again(world: Any) -> None:
+    """Hermes holds the plugin's first bind of a lease (pause point before bridge.bind); while
+    it is held, Hermes gives the session a new stored session (a session.info with the new
+    stored_session_id, forwarded to the channel, so the runner has read it); once released,
+    lease.bind succeeds and the runner binds once more, with the new stored id.
+
+    fails when: the runner binds once and leaves a stored id that changed meanwhile to the next
+    5-min re-check, so the plugin serves tools bound to a stored session Hermes left."""
+
+    from ._helpers_process import bound_lease
+
+    b = await bound_lease(world, bind=False)
+    rt, old = b.session["runtimeId"], b.session.get("storedId")
+    pause = world.hermes.pause_at("before bridge.bind", session_id=rt)
+    bind = asyncio.ensure_future(world.cp.bind_lease(b.lease))
+    try:
+        await pause.reached(timeout=WAIT)
+        new = await world.hermes.new_stored_id(rt)
+        after = 0
+        while True:   # the runner forwarded the new stored id: it has read it
+            frame = await b.channel.next_event("session.info", timeout=WAIT, after=after)
+            after = b.channel.events.index(frame) + 1
+            payload = frame.get("payload") or {}
+            if frame.get("session_id") == rt and payload.get("stored_session_id") == new:
+                break
+    finally:
+        pause.release()
+    out = await asyncio.wait_for(bind, scaled(WAIT))
+    expect(out.ok, expected="lease.bind succeeds", actual=f"{out.status} {out.code}",
+           witness=witness(world, rt))
+    try:
+        binds = await world.hermes.effects.wait_for_count("bind", 2, timeout=WAIT, session_id=rt)
+    except TimeoutError:
+        binds = world.hermes.effects.of("bind", session_id=rt)
+    sent = [e.stored_session_id for e in binds]
+    expect(len(sent) >= 2 and sent[0] == old and sent[-1] == new,
+           expected=f"a first bind with {old}, then one more with the new stored id {new}",
+           actual=f"binds with {sent}", witness=witness(world, rt))

@@ -1,4 +1,5 @@
-"""Catalogue rows of the cancel cases (tests: conformance/cases/test_cancel.py)."""
+"""Catalogue rows of the cancel cases (tests: conformance/cases/test_cancel_channels.py,
+_leases.py and _admits.py)."""
 
 from __future__ import annotations
 
@@ -31,4 +32,14 @@ ROWS: tuple[Case, ...] = (
          "2.6", F, upstream="runner.test.ts#13"),
     Case("CAN-011", "SHOULD", "A gateway.close after a failed gateway.open SHOULD answer without "
          "error, and nothing of the failed open is left (no Hermes socket).", "3.4", F),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("CAN-901", "MUST", "gateway.close MUST finish within about 3 s however long the "
+         "interrupts take: it is answered while Hermes still holds the session.interrupt.",
+         "3.4", F),
+    Case("CAN-902", "SHOULD", "If the channel closes while a session.create is in flight, the "
+         "runner SHOULD answer it runner_command_uncertain.", "3.3", F),
+    Case("CAN-903", "MUST", "If the channel closes after a request other than create/resume "
+         "was sent and before its reply, the runner MUST NOT resend it: a prompt.submit held in "
+         "Hermes at gateway.close reaches Hermes once.", "3.3", F),
 )

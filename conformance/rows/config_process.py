@@ -53,4 +53,16 @@ ROWS += (
          "its plugin unbind.", "1.5", F, "team-tools"),
     Case("CFG-019", "MUST", "During a graceful stop the runner MUST close every gateway channel "
          "(its Hermes WebSocket closes).", "1.5", F),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("CFG-902", "MUST", "Without --config the runner MUST exit with code 1.", "1.5", F),
+    Case("CFG-903", "SHOULD", "The runner SHOULD create every file in its state directory with "
+         "mode 0600 (the ledger and its journal files included).", "1.4", F),
+    Case("CFG-904", "MUST", "On the first SIGINT the runner MUST stop polling: no poll request "
+         "reaches the control plane after the signal.", "1.5", F),
+    Case("CFG-905", "MUST", "During a graceful stop the runner MUST NOT start executing a "
+         "command it had not started: a command whose admit is granted after the SIGTERM causes "
+         "no Hermes effect.", "1.5", F),
+    Case("CFG-906", "SHOULD", "Each status line on stderr SHOULD have the form "
+         "'<ISO-8601 time> <text>'.", "1.5", F),
 )

@@ -25,4 +25,8 @@ ROWS: tuple[Case, ...] = (
          "stored reply and no second bind.", S, F, feature="team-tools"),
     Case("DED-008", "MUST", "A stored refusal MUST be replayed as the same refusal, without a new "
          "admit and without an effect.", S, F),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("DED-901", "MUST", "A delivery of an in-flight id with another payload MUST be answered "
+         "idempotency_conflict at once, while the original is still running.", "4.3", F),
 )

@@ -1,7 +1,9 @@
 """Catalogue rows of the fault matrix (tests: conformance/cases/test_fault_matrix.py).
 
 Each row is one line of :data:`conformance.faults_matrix.CELLS`, run cell by cell (enumerated,
-not sampled); a row passes when all its cells do.
+not sampled); a row passes when all its cells do. Every cell is judged by every invariant of
+:mod:`conformance.checks.invariants` over its facts; :data:`JUDGED_BY` names those that carry
+the row's promise (FLT-004's is the cell's own check: nothing accepted after the deadline).
 """
 
 from __future__ import annotations
@@ -30,3 +32,12 @@ ROWS: tuple[Case, ...] = (
 #: case id → matrix row name
 ROW_OF: dict[str, str] = {"FLT-001": "kill", "FLT-002": "server", "FLT-003": "route",
                           "FLT-004": "deadline", "FLT-005": "retire"}
+
+#: case id → the invariants that carry the row's promise (every invariant judges every cell)
+JUDGED_BY: dict[str, tuple[str, ...]] = {
+    "FLT-001": ("INV-1", "INV-6", "INV-7"),   # no double execution, no lost receipt, no rerun
+    "FLT-002": ("INV-1", "INV-5", "INV-11"),  # no double execution, no stale result accepted
+    "FLT-003": ("INV-1", "INV-6"),            # reconnected with nothing lost
+    "FLT-004": (),                            # the cell's check: not accepted after its deadline
+    "FLT-005": ("INV-7",),                    # a retired receipt: uncertain, never run again
+}

@@ -27,4 +27,10 @@ ROWS: tuple[Case, ...] = (
          "without retrying.", "1.5 Signals, exit codes, output", F),
     Case("GEN-009", "MUST", "A gateway.rpc for a channel of an old epoch MUST be refused, with no "
          "effect on the old session.", "2.8 The runner's loop", F),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("GEN-901", "SHOULD", "A local disconnect SHOULD send session.interrupt to the running "
+         "sessions of the channels it closes.", "2.4", F),
+    Case("GEN-902", "MUST", "A local disconnect MUST tombstone the ids of the channels it "
+         "closes: a gateway.open of such an id right after fails.", "2.4", F),
 )

@@ -31,4 +31,13 @@ ROWS: tuple[Case, ...] = (
          "close any other channel or disconnect.", "2.6.4", F),
     Case("ISO-011", "MUST", "lease.create for a session no open channel of the runner owns MUST "
          "be refused with runner_session_forbidden.", "3.5", F),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("ISO-901", "MUST", "The runner MUST consider a session no longer running once it "
+         "forwarded its message.complete: a later gateway.close sends it no session.interrupt.",
+         "3.2", F),
+    Case("ISO-902", "SHOULD", "The runner SHOULD also consider a session running on "
+         "message.start: a queued turn Hermes starts by itself (announced by a message.start "
+         "after the previous turn's message.complete) is interrupted at gateway.close.", "3.2",
+         F),
 )

@@ -30,4 +30,16 @@ ROWS: tuple[Case, ...] = (
          "runner_feature_unavailable) and cause no effect.", "3", F),
     Case("LIM-011", "MUST", "A command near the 36 MiB single-command limit MUST be handled: one "
          "result is posted and the runner stays online.", "5", F),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("LIM-901", "MUST", "A core runner MUST refuse memory-extract with 409 "
+         "memory_extraction_unavailable, without a Hermes effect.", "3.1 http", F),
+    Case("LIM-902", "MUST", "gateway.open MUST accept any lower-case UUID as connectionId, and "
+         "MUST refuse one that is already open with a plain error (runner_error), opening no "
+         "second Hermes socket.", "3.2 gateway.open", F),
+    Case("LIM-903", "SHOULD", "An RPC on a channel that is not open SHOULD be refused with "
+         "runner_connection_closed.", "3.3", F),
+    Case("LIM-905", "SHOULD", "The runner SHOULD read at most 40 MiB of a response: a poll "
+         "answer over 40 MiB is a failed poll, and the command in it is not acted on.",
+         "2.1 Transport", F),
 )

@@ -41,4 +41,16 @@ ROWS: tuple[Case, ...] = (
     Case("PERM-014", "MUST", "After task permission is revoked only stop operations MUST run on an "
          "existing channel: interrupt and an owned active_list execute, a prompt does not.",
          "2.6.2 admit", _F, upstream="runner.test.ts#24"),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("PERM-901", "MUST", "A core runner (no computers) MUST refuse every http request that "
+         "carries a computer target (a download, session messages, /api/status), without a Hermes "
+         "effect.",
+         "3.1 http", _F),
+    Case("PERM-902", "SHOULD", "The runner SHOULD ask Hermes for the realpath it checked: a "
+         "download through a symlink inside the roots reaches Hermes as the link's target.",
+         "3.1 http", _F),
+    Case("PERM-903", "SHOULD", "When Hermes' session.active_list reply has no session list, the "
+         "runner SHOULD answer 502 session_stop_unconfirmed (not an empty list).", "3.3",
+         _F),
 )

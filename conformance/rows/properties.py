@@ -1,7 +1,9 @@
 """Catalogue rows of the property machines (tests: conformance/cases/test_properties.py).
 
 One row per family machine of :mod:`conformance.machines.families`; each is judged by every
-invariant of :mod:`conformance.checks.invariants` over the recorded facts of each example.
+invariant of :mod:`conformance.checks.invariants` over the recorded facts of each example, and
+:data:`JUDGED_BY` names the invariants that carry the row's promise (the ones its negative
+controls are caught by: ``tests/negative_controls/test_property_controls.py``).
 """
 
 from __future__ import annotations
@@ -37,4 +39,15 @@ MACHINE_OF: dict[str, str] = {
     "PROP-001": "permission", "PROP-002": "dedupe", "PROP-003": "receipts",
     "PROP-004": "generations", "PROP-005": "reconnection", "PROP-006": "cancel",
     "PROP-007": "isolation",
+}
+
+#: case id → the invariants that carry the row's promise (every invariant judges every example)
+JUDGED_BY: dict[str, tuple[str, ...]] = {
+    "PROP-001": ("INV-2", "INV-9"),            # admit before effect; the profile intersection
+    "PROP-002": ("INV-1", "INV-6", "INV-10"),  # at most once; the receipt survives; conflicts
+    "PROP-003": ("INV-1", "INV-6", "INV-7"),   # at most once; receipts; no rerun after a kill
+    "PROP-004": ("INV-5", "INV-8", "INV-11"),  # stale epochs, fenced instances; closed stays closed
+    "PROP-005": ("INV-1", "INV-6"),            # reconnect and lose no receipt
+    "PROP-006": ("INV-2", "INV-3", "INV-8"),   # admit, revocation, closed stays closed
+    "PROP-007": ("INV-4",),                    # session ownership
 }

@@ -25,4 +25,11 @@ ROWS: tuple[Case, ...] = (
     Case("INC-006", "MUST", "Every reply, refusals included, MUST be stored before its result is "
          "posted: after a kill -9 while the result of a refusal is held, the redelivery gets the "
          "same refusal.", S, F),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("INC-901", "MUST", "When the runner cannot claim a command in its ledger (the harness "
+         "holds the ledger's write lock), it MUST NOT execute the command.", "4.3",
+         F),
+    Case("INC-902", "SHOULD", "A command the runner cannot claim in its ledger SHOULD be "
+         "answered runner_command_uncertain.", "2.8", F),
 )

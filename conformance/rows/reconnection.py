@@ -29,4 +29,11 @@ ROWS: tuple[Case, ...] = (
          "poll (no hot loop).", S, F),
     Case("REC-010", "MUST", "A 503 service_updating / service_stopping MUST make the runner "
          "reconnect later, with nothing lost.", S, F),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("REC-901", "MUST", "While connected, the runner MUST start the next poll within a few "
+         "seconds of the previous answer.", "2.5 Watchdog", F),
+    Case("REC-902", "MUST", "A failed event post other than 410 MUST lead to a local "
+         "disconnect: the channel's Hermes socket closes and the next poll carries "
+         "x-runner-reset: 1.", "2.6.4", F),
 )

@@ -1,5 +1,5 @@
 """Catalogue rows of the team tools cases (tests: conformance/cases/test_team_tools_binding.py,
-_listener.py and _calls.py)."""
+_listener.py, _calls.py and _leases.py)."""
 
 from __future__ import annotations
 
@@ -60,4 +60,33 @@ ROWS += (
          "with team_tools_bind_failed.", "6.4", F, TT),
     Case("TT-025", "SHOULD", "A 410 from the tool relay SHOULD dispose the lease: the next call is "
          "not relayed.", "6.3", F, TT),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("TT-901", "MUST", "lease.create MUST apply requireProfile to its profile: a profile "
+         "outside allowedProfiles is refused, without a bind.", "3.5 lease.create",
+         F, feature=TT),
+    Case("TT-902", "MUST", "gateway.close MUST dispose the leases of the channel (the plugin's "
+         "unbind of a bound lease).", "3.4 gateway.close", F, feature=TT),
+    Case("TT-903", "MUST", "The lease token MUST hold at least 32 bytes of randomness: its text "
+         "carries at least 256 bits for its alphabet, and two leases get different tokens.",
+         "6.3", F, feature=TT),
+    Case("TT-904", "MUST", "A first bind whose answer lacks native_tools: true MUST be refused "
+         "with team_tools_unavailable.", "6.4", F, feature=TT),
+    Case("TT-909", "SHOULD", "If the stored session id changed while a bind was in flight, the "
+         "runner SHOULD bind once more: a session.info with a new stored id read while the "
+         "plugin holds the first bind is followed by a second bind carrying it.", "6.4", F,
+         feature=TT),
+    Case("TT-905", "MUST", "Every 5 min after a lease was created the runner MUST re-check it, and "
+         "a passing re-check of a bound lease MUST bind it again with the new expires_at: 5 min "
+         "on the runner's clock bring a second bind whose expires_at is 30 min from then.",
+         "6.5", F, feature=TT, needs=("faketime",)),
+    Case("TT-906", "MUST", "A passing re-check MUST move the lease's expiry to 30 min from now: a "
+         "lease re-checked every 5 min still serves tools/list 30 min 10 s after its creation.", "6.5", F,
+         feature=TT, needs=("faketime",)),
+    Case("TT-907", "MUST", "A failing re-bind MUST dispose the lease: when the plugin refuses the "
+         "re-check's bind, the lease's listener stops serving (410 team_tools_expired or "
+         "closed).", "6.5", F, feature=TT, needs=("faketime",)),
+    Case("TT-908", "MUST", "The runner MUST update the stored session id of the leases bound to "
+         "a session from each session.info of that session: after Hermes announces a new stored "
+         "id, the re-check's bind carries it.", "3.2", F, feature=TT, needs=("faketime",)),
 )

@@ -1,4 +1,5 @@
-"""Catalogue rows of the wire cases (tests: conformance/cases/test_wire.py)."""
+"""Catalogue rows of the wire cases (tests: conformance/cases/test_wire_requests.py,
+_commands.py and _client.py)."""
 
 from __future__ import annotations
 
@@ -36,4 +37,24 @@ ROWS: tuple[Case, ...] = (
     Case("WIR-013", "MUST", "The runner MUST connect through outbound transport, filter profiles "
          "and forward only owned session events.", "3.2 gateway.open", _F,
          upstream="runner.test.ts#10"),
+    # 9NN: sentences of docs/protocol.md that no case tested until the spec-coverage sweep
+    # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
+    Case("WIR-901", "MUST", "A poll made while the runner is connected MUST NOT carry "
+         "x-runner-reset.", "2.2 Request headers", _F),
+    Case("WIR-902", "SHOULD", "The runner SHOULD send x-runner-features on every request (poll, "
+         "admit, result, event), not only once.", "2.2 Request headers", _F),
+    Case("WIR-906", "SHOULD", "An error result's message SHOULD be at most 1000 chars: a Hermes "
+         "JSON-RPC error with a 5000-char message comes back as an error result whose message "
+         "holds at most 1000.", "2.6.3", _F),
+    Case("WIR-903", "MUST", "The runner MUST NOT follow redirects: a poll answered 307 is a "
+         "failed request (a reset poll follows) and the Location is never requested.",
+         "2.1 Transport", _F),
+    Case("WIR-904", "MUST", "The runner MUST act on the code of an error, not on its text or "
+         "status: a 403 whose code is runner_instance_changed and whose text says "
+         "runner_unauthorized leads to a reconnect, not an exit.", "2.1 Transport", _F),
+    Case("WIR-905", "MUST", "A command whose expiresAt is missing or not a number MUST NOT be "
+         "executed, even when its admit would be granted.", "4.3", _F),
+    Case("WIR-907", "SHOULD", "The runner SHOULD open each gateway WebSocket on a connection "
+         "of its own, never by upgrading a kept-alive connection that carried an HTTP request "
+         "(Hermes 0.19.0's server may cut such a WebSocket 5 s after it opened).", "8.2", _F),
 )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.casedoc import DOC, markdown
+from conformance.casedoc import DOC, bound_tests, markdown
 from conformance.catalogue import CATALOGUE, Case, Catalogue, CatalogueError
 from conformance.marks import case_mark
 
@@ -66,7 +66,10 @@ def test_every_catalogued_case_has_a_test_and_every_case_test_a_row(
     for item in items:
         mark = case_mark(item)
         assert mark is not None, f"{item.nodeid} is in conformance/cases but has no @case"
-        bound.setdefault(mark[0], []).append(item.nodeid)
+        bound.setdefault(mark[0], []).append(f"{item.path.name}::{item.name}")
+    # the case docs' test column reads the same binding from the sources
+    assert bound_tests() == {cid: tests[0] for cid, tests in bound.items()}
+    assert all(len(tests) == 1 for tests in bound.values())
     missing_tests = sorted(set(CATALOGUE.ids()) - set(bound))
     missing_rows = sorted(set(bound) - set(CATALOGUE.ids()))
     assert not missing_tests, f"catalogued cases without a test: {missing_tests}"
@@ -96,7 +99,8 @@ def test_case_docs_list_each_row() -> None:
     cat = Catalogue([row(), row(id="GEN-004", requirement="Results SHOULD | be kept.",
                                 level="SHOULD", upstream="runner.test.ts#17")])
     md = markdown(cat)
-    assert "| GEN-003 | MUST | A stale epoch MUST be refused. | §2.4 | core |  |" in md
+    assert "| GEN-003 | MUST | A stale epoch MUST be refused. | §2.4 | core |  | `" in md
+    assert "| GEN-004 | SHOULD |" in markdown(cat, tests={}) and md.count("::test_") == 2
     assert "Results SHOULD \\| be kept." in md and "runner.test.ts#17" in md
     assert "## GEN — generations" in md and "| SHOULD | 1 |" in md
 

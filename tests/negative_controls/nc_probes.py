@@ -4,12 +4,13 @@ Each probe drives the patched seam directly (fakes for its collaborators, a real
 where the ledger is the seam) and answers whether the behaviour is the buggy one. The reference
 runner must answer False, the patched one True (``test_seams.py``). Probes never depend on the
 conformance cases.
-"""
+
+The probes live beside their controls, one module per controls module
+(``controls_wire.py`` ↔ ``nc_probes_wire.py``); this module holds the registry and the fakes
+they share."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import os
 import tempfile
 import uuid
@@ -59,52 +60,7 @@ def _raises(fn: Callable[[], Any], exc: type[BaseException] = Exception) -> bool
     return False
 
 
-# -- wire ------------------------------------------------------------------------------------
-async def _admit_refused_gate() -> bool:
-    from runner_ref.poll_loop import PollLoop
-
-    async def post(route: str, body: Any, epoch: str | None = None) -> Any:
-        return {"allowed": False}
-    me = NS(machine=NS(post=post))
-    return await PollLoop._admit_gate(me, {"id": "a"}, "e")  # type: ignore[arg-type]
-
-
-probe("skip-admit")(_admit_refused_gate)
-probe("ignore-admit-false")(_admit_refused_gate)
-
-
-@probe("admit-in-parallel")
-async def _admit_parallel() -> bool:
-    from runner_ref.ledger import Gate
-    from runner_ref.poll_loop import PollLoop
-    grant = asyncio.Event()
-    ran: list[str] = []
-
-    async def deadline(cmd: Any, epoch: str) -> bool:
-        return True
-
-    async def admit(cmd: Any, epoch: str) -> bool:
-        await grant.wait()
-        return False
-
-    async def execute(kind: Any, payload: Any, epoch: str) -> Any:
-        ran.append(kind)
-        return {"result": 1}
-    me = NS(gate_checks={Gate.DEADLINE: deadline, Gate.ADMIT: admit}, execute=execute)
-    task = asyncio.ensure_future(PollLoop._admit_and_execute(me, {"kind": "http"}, "e"))  # type: ignore[arg-type]
-    await _yield()
-    before_grant = bool(ran)
-    grant.set()
-    await task
-    return before_grant
-
-
-@probe("no-deadline-check")
-def _deadline() -> bool:
-    from runner_ref import poll_loop
-    return poll_loop.deadline_ok(0, 10)
-
-
+# -- fakes shared by several probe modules ----------------------------------------------------
 def _client(answer: Any = None, error: BaseException | None = None) -> tuple[Any, list[Any]]:
     from runner_ref.machine_client import MachineClient
     mc = MachineClient("http://127.0.0.1:9", "rid", "s3cret-token-" + "x" * 30,
@@ -120,126 +76,6 @@ def _client(answer: Any = None, error: BaseException | None = None) -> tuple[Any
                                                                               {"id": "b"}]}
     mc._request = _request  # type: ignore[method-assign]
     return mc, seen
-
-
-@probe("no-reset-header")
-async def _no_reset() -> bool:
-    mc, seen = _client()
-    await mc.poll(True)
-    return "x-runner-reset" not in seen[0]
-
-
-@probe("reset-only-first-poll")
-async def _reset_first() -> bool:
-    mc, seen = _client()
-    await mc.poll(True)
-    await mc.poll(True)
-    return "x-runner-reset" not in seen[1]
-
-
-@probe("upper-case-instance")
-async def _upper() -> bool:
-    mc, seen = _client()
-    await mc.poll(False)
-    return seen[0]["x-runner-instance"] != seen[0]["x-runner-instance"].lower()
-
-
-@probe("sends-origin")
-async def _origin() -> bool:
-    mc, seen = _client()
-    await mc.poll(False)
-    return "Origin" in seen[0] or "Origin" in mc._headers_for_post("e")
-
-
-@probe("stale-epoch-header")
-def _stale_epoch() -> bool:
-    mc, _ = _client()
-    mc._headers_for_post("e1")
-    return mc._headers_for_post("e2")["x-runner-epoch"] == "e1"
-
-
-@probe("first-command-only")
-async def _first_only() -> bool:
-    mc, _ = _client()
-    return len((await mc.poll(False))["commands"]) == 1
-
-
-@probe("private-feature")
-def _feature() -> bool:
-    from runner_ref import poll_loop
-    return "x-vendor" in poll_loop.features_header(True)
-
-
-@probe("stable-instance-id")
-def _stable() -> bool:
-    import runner_ref.__main__ as m
-    return m.uuid.uuid4() == m.uuid.uuid4()
-
-
-@probe("prints-token")
-async def _prints() -> bool:
-    mc, _ = _client()
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        await mc.poll(True)
-    return "s3cret-token" in err.getvalue()
-
-
-async def _poll_error(status: int, code: str) -> str:
-    from runner_ref.errors import ServerError
-    mc, _ = _client(error=ServerError(status, code, "x"))
-    try:
-        await mc.poll(True)
-    except ServerError as exc:
-        return exc.code
-    return ""
-
-
-@probe("exits-on-poll-error")
-async def _exits() -> bool:
-    return await _poll_error(503, "service_updating") == "runner_unauthorized"
-
-
-@probe("retry-after-unauthorized")
-async def _retries() -> bool:
-    return await _poll_error(403, "runner_unauthorized") != "runner_unauthorized"
-
-
-@probe("crash-on-malformed-poll")
-async def _malformed() -> bool:
-    mc, _ = _client(answer=["not", "an", "object"])
-    try:
-        await mc.poll(True)
-    except SystemExit:
-        return True
-    except Exception:  # noqa: BLE001 - the reference's coded error
-        return False
-    return False
-
-
-@probe("no-reconnect-delay")
-def _delay() -> bool:
-    from runner_ref import poll_loop
-    return poll_loop.timings.RECONNECT_DELAY == 0
-
-
-@probe("serial-commands")
-async def _serial() -> bool:
-    from runner_ref.poll_loop import PollLoop
-    started: list[str] = []
-    gate = asyncio.Event()
-
-    async def _deliver(cmd: Any, epoch: str) -> None:
-        started.append(cmd["id"])
-        await gate.wait()
-    me = NS(_handling=set(), _tasks=set(), _deliver=_deliver)
-    PollLoop._spawn(me, {"id": "a"}, "e")  # type: ignore[arg-type]
-    PollLoop._spawn(me, {"id": "b"}, "e")  # type: ignore[arg-type]
-    await _yield()
-    both = started == ["a", "b"]
-    gate.set()
-    await asyncio.gather(*me._tasks)
-    return not both
 
 
 class _Ledger:
@@ -259,130 +95,31 @@ class _Ledger:
         self.dir.cleanup()
 
 
-@probe("result-lost-on-5xx")
-async def _result_lost() -> bool:
-    from runner_ref.errors import ServerError
-    from runner_ref.poll_loop import PollLoop
-    async with _Ledger() as ledger:
-        store = ledger.store
-        await store.claim("c", "f", 0)
-        await store.complete("c", '{"result":1}')
+def _gateways(**kw: Any) -> Any:
+    from runner_ref.gateway import Gateways
 
-        async def _handle(cmd: Any, epoch: str) -> Any:
-            return {"result": 1}, '{"result":1}'
-
-        async def post_encoded(route: str, data: bytes, epoch: str | None = None) -> Any:
-            raise ServerError(503, "runner_request_failed", "HTTP 503")
-        me = NS(_handling={"c"}, store=store, _handle=_handle,
-                machine=NS(post_encoded=post_encoded))
-        await PollLoop._deliver(me, {"id": "c"}, "e")  # type: ignore[arg-type]
-        return await store.get("c") is None
-
-
-async def _disconnect() -> tuple[list[str], list[str]]:
-    from runner_ref.poll_loop import PollLoop
-    done: list[str] = []
-
-    async def dispose_all() -> None:
-        done.append("leases")
-
-    async def close_all() -> None:
-        done.append("channels")
-    me = NS(_connected=True, _stop=asyncio.Event(), leases=NS(dispose_all=dispose_all),
-            gateways=NS(close_all=close_all))
-    await PollLoop._disconnect_local(me)  # type: ignore[arg-type]
-    return done, []
-
-
-@probe("keep-channels-on-new-epoch")
-async def _keep_channels() -> bool:
-    return "channels" not in (await _disconnect())[0]
-
-
-@probe("keep-leases-on-new-epoch")
-async def _keep_leases() -> bool:
-    return "leases" not in (await _disconnect())[0]
-
-
-# -- ledger ----------------------------------------------------------------------------------
-@probe("ledger-in-memory")
-async def _memory() -> bool:
-    from runner_ref.ledger_store import LedgerStore
-    async with _Ledger() as ledger:
-        await ledger.store.claim("c", "f", 0)
-        again = await LedgerStore.open(ledger.path)
-        try:
-            return await again.get("c") is None
-        finally:
-            await again.close()
-
-
-@probe("rerun-started-rows")
-def _rerun_started() -> bool:
-    from runner_ref import poll_loop
-    from runner_ref.ledger import DeliveryDecision, Row, State
-    row = Row("c", "f", State.STARTED, None, 0)
-    return poll_loop.decide(row, None, "f") is DeliveryDecision.START
-
-
-@probe("retire-deletes-rows")
-async def _retire() -> bool:
-    async with _Ledger() as ledger:
-        store = ledger.store
-        await store.claim("c", "f", 0)
-        await store.complete("c", '{"result":1}')
-        await store.retire(10**13, 0)
-        return await store.get("c") is None
-
-
-@probe("ignore-fingerprint")
-def _fingerprint() -> bool:
-    from runner_ref import poll_loop
-    one = {"id": "a", "kind": "http", "payload": {"path": "/api/status"}}
-    two = {"id": "a", "kind": "http", "payload": {"path": "/api/profiles"}}
-    return poll_loop.command_fingerprint(one) == poll_loop.command_fingerprint(two)
-
-
-@probe("claim-upserts")
-async def _upsert() -> bool:
-    async with _Ledger() as ledger:
-        store = ledger.store
-        await store.claim("c", "f", 0)
-        return await store.claim("c", "f", 0) is None
-
-
-@probe("rerun-inflight-redelivery")
-async def _inflight() -> bool:
-    from runner_ref.poll_loop import PollLoop
-    ran: list[str] = []
-
-    async def _admit_and_execute(cmd: Any, epoch: str) -> Any:
-        ran.append(cmd["id"])
-        return {"result": 1}
-
-    async def post_encoded(route: str, data: bytes, epoch: str | None = None) -> Any:
+    async def post_event(body: Any) -> None:
         return None
-    me = NS(_handling={"a"}, _tasks=set(), _admit_and_execute=_admit_and_execute,
-            machine=NS(post_encoded=post_encoded), _conflicts_in_flight=lambda cmd: False)
-    PollLoop._spawn(me, {"id": "a"}, "e")  # type: ignore[arg-type]
-    await _yield()
-    await asyncio.gather(*me._tasks)
-    return ran == ["a"]
+    return Gateways(kw.get("hermes", NS()), ("default",), post_event,
+                    kw.get("on_fatal", lambda: None))
 
 
-async def _stored_state(reply: str) -> Any:
-    async with _Ledger() as ledger:
-        store = ledger.store
-        await store.claim("c", "f", 0)
-        await store.complete("c", reply)
-        return (await store.get("c")).state.value
+def _leases(plugin: Any = None) -> Any:
+    from runner_ref.teamtools.leases import LeaseManager
+
+    async def relay(*args: Any) -> Any:
+        return None
+    sessions = NS(owner_of=lambda rid: ("c1", "default"), stored_id=lambda rid: None)
+    return LeaseManager(relay=relay, plugin=plugin or NS(), sessions=sessions,  # type: ignore[arg-type]
+                        auto_renew=False)
 
 
-@probe("refusals-not-stored")
-async def _refusals() -> bool:
-    return await _stored_state('{"error":{"message":"no","code":"x"}}') == "started"
+async def _noop(*_a: Any, **_k: Any) -> None:
+    return None
 
 
-@probe("write-behind-receipts")
-async def _write_behind() -> bool:
-    return await _stored_state('{"result":1}') == "started"
+def _poll_client(sent: list[Any]) -> Any:
+    async def request(method: str, route: str, headers: Any, body: Any, timeout: float) -> Any:
+        sent.append(headers)
+        return {"epoch": "e", "commands": []}
+    return NS(_request=request, _poll_headers={True: "reset", False: "plain"})

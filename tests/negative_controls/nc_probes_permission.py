@@ -1,4 +1,5 @@
-"""Probes of the permission and secrets controls (see ``nc_probes.py``)."""
+"""Probes of the permission and secrets controls: ``negative_controls/controls_permission.py`` (see
+``nc_probes.py``)."""
 from __future__ import annotations
 
 import os
@@ -8,10 +9,90 @@ from collections.abc import Callable
 from types import SimpleNamespace as NS
 from typing import Any
 
-from tests.negative_controls.nc_probes import _config, _raises, probe
+from tests.negative_controls.nc_probes import _accepts, _config, _raises, probe
 
 
-# -- permission and secrets ------------------------------------------------------------------
+def _page_client(seen: list[str]) -> Any:
+    async def _raw(method: str, path: str, **_: Any) -> Any:
+        seen.append(f"{method} {path}")
+        if path == "/":
+            return 200, {}, b'<script>window.__HERMES_SESSION_TOKEN__="' + b"t" * 40 + b'";</script>'
+        return 200, {}, b"[]"
+    return NS(_raw=_raw, _token=None, _account_mode=True)
+
+
+@probe("session-token-cached-on-disk")
+async def _token_cached() -> bool:
+    import os
+    import tempfile
+
+    from runner_ref.hermes import HermesClient
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            await HermesClient._read_page_token(_page_client([]))  # type: ignore[arg-type]
+            return bool(os.listdir(tmp))
+        finally:
+            os.chdir(here)
+
+
+@probe("unvalidated-session-token")
+async def _unvalidated() -> bool:
+    from runner_ref.hermes import HermesClient
+    seen: list[str] = []
+    await HermesClient._read_page_token(_page_client(seen))  # type: ignore[arg-type]
+    return "GET /api/profiles" not in seen
+
+
+@probe("hermes-url-userinfo-accepted")
+def _userinfo() -> bool:
+    return _accepts(hermesURL="http://u:p@127.0.0.1:9119")
+
+
+@probe("token-in-child-env")
+async def _child_env() -> bool:
+    from runner_ref.poll_loop import PollLoop
+
+    async def retire(*_a: Any) -> None:
+        return None
+    me = NS(cfg=NS(token="t" * 40), store=NS(retire=retire), _helper=None)
+    await PollLoop._retire_now(me)  # type: ignore[arg-type]
+    helper = me._helper
+    if helper is None:
+        return False
+    helper.kill()
+    helper.wait()
+    return True
+
+
+@probe("computer-status-relayed")
+def _computer_status() -> bool:
+    from runner_ref import http_kind
+    from runner_ref.errors import CommandError
+    try:
+        http_kind.plan_http({"path": "/api/status", "method": "GET", "computer": {"id": "vm"}},
+                            ("default",), ())
+    except CommandError:
+        return False
+    return True
+
+
+@probe("active-list-missing-is-empty")
+async def _active_list_missing() -> bool:
+    from runner_ref.gateway import Gateways
+
+    async def call(_method: str, _params: Any) -> Any:
+        return {}
+    ch = NS(sessions={"s1": "default"}, call=call)
+    try:
+        params = {"profile": "default", "current_session_id": "s1"}
+        out = await Gateways._active_list(NS(), ch, params)  # type: ignore[arg-type]
+    except Exception:
+        return False
+    return out == {"sessions": []}
+
+
 def _tree() -> tuple[tempfile.TemporaryDirectory[str], str, str]:
     tmp = tempfile.TemporaryDirectory(prefix="negctl-roots-")
     root = os.path.join(tmp.name, "root")
@@ -32,8 +113,12 @@ def _exports(path_in: Callable[[str, str], str], roots: Callable[[str], tuple[st
 
 
 probe("follow-symlinks")(lambda: _exports(lambda r, s: r + "/link.txt", lambda r: (r,)))
+
+
 probe("no-dotdot-normalisation")(
     lambda: _exports(lambda r, s: r + "/../outside/secret.txt", lambda r: (r,)))
+
+
 probe("empty-roots-allow-all")(lambda: _exports(lambda r, s: s, lambda r: ()))
 
 
@@ -69,6 +154,8 @@ def _plans(payload: dict[str, Any]) -> bool:
 
 
 probe("http-any-path")(lambda: _plans({"method": "GET", "path": "/api/env"}))
+
+
 probe("http-no-profile-check")(
     lambda: _plans({"method": "GET", "path": "/api/config", "search": "profile=evil"}))
 

@@ -1,14 +1,96 @@
-"""Probes of the team-tool controls (see ``nc_probes.py``)."""
+"""Probes of the team-tool controls: ``negative_controls/controls_teamtools.py`` (see
+``nc_probes.py``)."""
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace as NS
 from typing import Any
 
-from tests.negative_controls.nc_probes import probe
-from tests.negative_controls.nc_probes_runtime import _leases
+from tests.negative_controls.nc_probes import _leases, probe
 
 
-# -- team tools -------------------------------------------------------------------------------
+@probe("short-lease-token")
+def _short_token() -> bool:
+    from runner_ref.teamtools.listener import LoopbackListener
+    listener = LoopbackListener(tools=[], relay=None, is_active=lambda: True)  # type: ignore[arg-type]
+    return len(listener.token) < 43
+
+
+@probe("bind-ignores-native-tools")
+async def _native_tools() -> bool:
+    from runner_ref.hermes import HermesClient
+
+    async def request(method: str, path: str, **_: Any) -> Any:
+        return 200, {}, b'{"ok":true,"native_tools":false}'
+    _, reply = await HermesClient.post_json(NS(request=request),  # type: ignore[arg-type]
+                                            "/api/plugins/yaoyao-bot-bridge/bind", {})
+    return reply.get("native_tools") is True
+
+
+async def _renew_probe(*, owned: bool = True, bind_fails: bool = False) -> Any:
+    """Run LeaseManager._renew on a bound lease due for its re-check at t = 300 (expiry 1800)."""
+    from runner_ref.teamtools.leases import LeaseManager
+    seen = NS(binds=0, disposed=False)
+    lease = NS(next_renew=300.0, expires_at=1800.0, bound=True)
+
+    async def _bind(_lease: Any) -> None:
+        seen.binds += 1
+        if bind_fails:
+            raise RuntimeError("bind refused")
+
+    async def _dispose(_lease: Any) -> None:
+        seen.disposed = True
+
+    me = NS(renew_every=300.0, ttl=1800.0, _owned=lambda _l: owned, _bind=_bind,
+            _dispose=_dispose)
+    await LeaseManager._renew(me, lease, 300.0)  # type: ignore[arg-type]
+    seen.expires_at = lease.expires_at
+    return seen
+
+
+@probe("no-lease-recheck")
+async def _no_recheck() -> bool:
+    return (await _renew_probe()).binds == 0
+
+
+@probe("recheck-keeps-expiry")
+async def _keeps_expiry() -> bool:
+    return bool((await _renew_probe()).expires_at < 2100.0)
+
+
+@probe("failed-rebind-kept")
+async def _rebind_kept() -> bool:
+    return not (await _renew_probe(bind_fails=True)).disposed
+
+
+@probe("lease-stored-id-stale")
+def _stored_id_stale() -> bool:
+    from runner_ref.teamtools.leases import LeaseManager, State
+    lease = NS(runtime_id="r1", state=State.ACTIVE, stored_id="old")
+    LeaseManager.on_session_info(NS(_leases={"l1": lease}), "r1", "new")  # type: ignore[arg-type]
+    return lease.stored_id == "old"
+
+
+@probe("bind-once-in-flight")
+async def _bind_once_in_flight() -> bool:
+
+    from runner_ref.teamtools.leases import LeaseManager, State
+    lease = NS(bind_lock=asyncio.Lock(), bound=False, stored_id="old", state=State.ACTIVE,
+               expires_at=0.0, next_renew=0.0, bind_sent=False)
+    posts: list[str] = []
+
+    async def post_json(_path: str, body: dict[str, Any]) -> Any:
+        posts.append(body["stored_session_id"])
+        lease.stored_id = "new"   # a session.info read while the bind is in flight
+        return 200, {"ok": True, "native_tools": True}
+
+    me = NS(_clock=lambda: 0.0, ttl=1800.0, renew_every=300.0, _plugin_timeout=5.0,
+            _plugin=NS(post_json=post_json),
+            _bind_body=lambda x: {"stored_session_id": x.stored_id})
+    await LeaseManager._bind(me, lease)  # type: ignore[arg-type]
+    return posts == ["old"]
+
+
 def _head(**kw: Any) -> bool:
     from runner_ref.teamtools import gates
     req = gates.GateInput(**{"peer_ip": "127.0.0.1", "host": "127.0.0.1:5", "origin": None,
@@ -19,7 +101,11 @@ def _head(**kw: Any) -> bool:
 
 
 probe("listener-no-token-check")(lambda: _head(authorization="Bearer wrong"))
+
+
 probe("listener-allows-origin")(lambda: _head(origin="http://evil.example"))
+
+
 probe("listener-no-size-limit")(lambda: _head(content_length=10**6))
 
 
@@ -63,7 +149,11 @@ def _decide(seen_fp: str | None, n: int = 0) -> str:
 
 
 probe("no-callid-dedupe")(lambda: _decide("same") == "new")
+
+
 probe("callid-ignores-arguments")(lambda: _decide("other") == "repeat")
+
+
 probe("no-call-limit")(lambda: _decide(None, 128) == "new")
 
 

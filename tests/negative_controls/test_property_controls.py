@@ -19,6 +19,7 @@ from conformance import hypothesis_profiles
 from conformance.checks.witness import is_minimal
 from conformance.machines.families import MACHINES
 from conformance.machines.run import MachineFailed, run_machine
+from conformance.rows.properties import JUDGED_BY, MACHINE_OF
 from negative_controls.registry import BY_NAME, PROPERTY_CONTROLS
 
 REF = f"{sys.executable} -m runner_ref --config {{config}}"
@@ -58,6 +59,15 @@ CATCHERS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
 def test_every_property_control_has_a_catching_family() -> None:
     assert sorted(CATCHERS) == sorted(PROPERTY_CONTROLS)
     assert all(name in BY_NAME and fam in MACHINES for name, (fam, _) in CATCHERS.items())
+
+
+def test_each_catch_is_declared_on_its_property_row() -> None:
+    """A control a family machine catches declares that family's PROP case (so the self-test
+    also proves it under the suite's own profile), caught by an invariant the row names."""
+    case_of = {machine: cid for cid, machine in MACHINE_OF.items()}
+    for name, (family, invariants) in CATCHERS.items():
+        assert case_of[family] in BY_NAME[name].cases, f"{name} does not declare {case_of[family]}"
+        assert set(invariants) <= set(JUDGED_BY[case_of[family]]), (name, invariants)
 
 
 #: invariant → the id its witness facts are joined on (None: sets, epochs, polls)

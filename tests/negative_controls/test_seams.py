@@ -10,11 +10,13 @@ import pytest
 from negative_controls import seams
 from negative_controls.registry import CONTROLS
 from tests.negative_controls import (
+    nc_probes_gateway,  # noqa: F401 - registers its probes
+    nc_probes_ledger,  # noqa: F401 - registers its probes
     nc_probes_permission,  # noqa: F401 - registers its probes
-    nc_probes_runtime,  # noqa: F401 - registers its probes
-    nc_probes_spec,  # noqa: F401 - registers its probes
-    nc_probes_spec3,  # noqa: F401 - registers its probes
+    nc_probes_process,  # noqa: F401 - registers its probes
+    nc_probes_reconnection,  # noqa: F401 - registers its probes
     nc_probes_teamtools,  # noqa: F401 - registers its probes
+    nc_probes_wire,  # noqa: F401 - registers its probes
 )
 from tests.negative_controls.nc_probes import PROBES
 

@@ -1,23 +1,13 @@
-"""Probes of the gateway, lease, process, limit and team-tool controls (see ``nc_probes.py``)."""
+"""Probes of the gateway controls (cancel races, session isolation):
+``negative_controls/controls_gateway.py`` (see ``nc_probes.py``)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 import uuid
 from types import SimpleNamespace as NS
 from typing import Any
 
-from tests.negative_controls.nc_probes import _accepts, _config, _raises, _yield, probe
-
-
-def _gateways(**kw: Any) -> Any:
-    from runner_ref.gateway import Gateways
-
-    async def post_event(body: Any) -> None:
-        return None
-    return Gateways(kw.get("hermes", NS()), ("default",), post_event,
-                    kw.get("on_fatal", lambda: None))
+from tests.negative_controls.nc_probes import _gateways, _leases, _yield, probe
 
 
 def _channel(cid: str = "c1", sessions: tuple[str, ...] = (), running: bool = False) -> Any:
@@ -115,16 +105,6 @@ async def _interrupt_local() -> bool:
     return "session.interrupt" not in ch.sent
 
 
-def _leases(plugin: Any = None) -> Any:
-    from runner_ref.teamtools.leases import LeaseManager
-
-    async def relay(*args: Any) -> Any:
-        return None
-    sessions = NS(owner_of=lambda rid: ("c1", "default"), stored_id=lambda rid: None)
-    return LeaseManager(relay=relay, plugin=plugin or NS(), sessions=sessions,  # type: ignore[arg-type]
-                        auto_renew=False)
-
-
 @probe("lease-close-unknown-noop")
 async def _lease_close() -> bool:
     lm = _leases()
@@ -149,6 +129,8 @@ def _forwards(params: dict[str, Any]) -> bool:
 
 probe("forward-foreign-events")(
     lambda: _forwards({"session_id": "s2", "type": "message.delta", "payload": {}}))
+
+
 probe("forward-sessionless-frames")(lambda: _forwards({"type": "gateway.ready", "payload": {}}))
 
 
@@ -221,121 +203,48 @@ async def _on_410() -> bool:
     return bool(fatal)
 
 
-# -- config and process ----------------------------------------------------------------------
-@probe("accepts-world-readable-config")
-def _mode() -> bool:
-    import json
-
-    import runner_ref.__main__ as m
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "runner.json")
-        with open(path, "w") as f:
-            json.dump(_config(), f)
-        os.chmod(path, 0o644)
-        return not _raises(lambda: m.load_config(path))
+@probe("unbounded-close-interrupts")
+def _close_bound() -> bool:
+    from runner_ref import timings
+    return timings.INTERRUPT_WAIT > 10
 
 
-@probe("no-instance-lock")
-def _lock() -> bool:
-    from runner_ref.statedir import LockedError, StateDir
-    with tempfile.TemporaryDirectory() as tmp:
-        one, two = StateDir(tmp, "i1"), StateDir(tmp, "i2")
-        one.acquire()
-        try:
-            return not _raises(two.acquire, LockedError)
-        finally:
-            two.release()
-            one.release()
+@probe("running-never-cleared")
+def _running_cleared() -> bool:
+    from runner_ref import gateway_channel
+    return "message.complete" not in gateway_channel.COMPLETION_EVENTS
 
 
-@probe("shared-state-dir")
-def _state_dir() -> bool:
-    import runner_ref.__main__ as m
-    return not m.state_dir_for("/srv/r/runner.json", "rid").endswith("rid")
+def _owned_channel(registry: Any) -> Any:
+    from runner_ref.gateway_channel import Channel, OwnedSession
+    ch = Channel("c1", False, registry)
+    ch.sessions["s1"] = OwnedSession("default", None)
+    return ch
 
 
-probe("localhost-hermes-allowed")(lambda: _accepts(hermesURL="http://localhost:9119"))
-probe("accepts-satellite")(lambda: _accepts(satellite=True))
-probe("insecure-lan-without-optin")(lambda: _accepts(serverURL="http://10.1.2.3:8080"))
-probe("accepts-unknown-keys")(lambda: _accepts(debugMode=True))
-probe("relative-computers-path")(lambda: _accepts(computers={
-    "runtime": "docker", "imageId": "sha256:" + "0" * 64, "python": "venv/bin/python"}))
+@probe("running-only-at-submit")
+def _running_only_at_submit() -> bool:
+    ch = _owned_channel(NS(session_info=lambda *_a: None))
+    ch._on_frame({"method": "event", "params": {"type": "message.start", "session_id": "s1"}})
+    return not ch.sessions["s1"].running
 
 
-@probe("sigterm-exits-nonzero")
-async def _signals() -> bool:
-    import signal
-
-    import runner_ref.__main__ as m
-    m._install_signals(asyncio.Event())
-    loop = asyncio.get_running_loop()
-    had = loop.remove_signal_handler(signal.SIGTERM)
-    loop.remove_signal_handler(signal.SIGINT)
-    return not had
-
-
-@probe("no-shutdown-drain")
-def _drain() -> bool:
-    from runner_ref import poll_loop
-    return poll_loop.timings.SHUTDOWN_DRAIN == 0
-
-
-@probe("no-channel-cap")
-def _channels_cap() -> bool:
-    from runner_ref import gateway
-    return gateway.timings.MAX_CHANNELS > 64
-
-
-@probe("no-lease-cap")
-def _leases_cap() -> bool:
-    from runner_ref.teamtools import leases
-    return leases.MAX_LEASES > 64
-
-
-@probe("no-hermes-body-cap")
-async def _body_cap() -> bool:
-    from runner_ref import hermes
-
-    async def read(*_: Any) -> bytes:
-        return b"x"
-    resp: Any = NS(content_length=9 * 1024 * 1024, content=NS(read=read), read=read)
-    return await hermes.read_capped(resp, 8 * 1024 * 1024) is not None
-
-
-@probe("drops-unknown-kinds")
-async def _unknown_kind() -> bool:
-    from runner_ref.poll_loop import PollLoop
-    me = NS(kinds={}, _connected=True, machine=NS(epoch="e"))
-    try:
-        await PollLoop.execute(me, "weird.kind", {}, "e")  # type: ignore[arg-type]
-    except asyncio.CancelledError:
-        return True
-    return False
-
-
-@probe("exits-when-hermes-down")
-async def _hermes_down() -> bool:
-    from runner_ref.hermes import HermesClient
-    hc = HermesClient("http://127.0.0.1:1", None)
-    try:
-        await hc._raw("GET", "/api/status", auth=False)
-    except SystemExit:
-        return True
-    except Exception:  # noqa: BLE001 - the reference's coded failure
-        return False
-    finally:
-        await hc.close()
-    return False
-
-
-@probe("loose-connection-ids")
-async def _ids() -> bool:
-    from runner_ref.errors import CommandError
-    reached: list[bool] = []
+@probe("resend-after-drop")
+async def _resend_after_drop() -> bool:
+    connects: list[int] = []
 
     async def ws_connect() -> Any:
-        reached.append(True)   # got past the connectionId check
-        raise CommandError("hermes_unavailable", "probe", 502)
-    g = _gateways(hermes=NS(ws_connect=ws_connect))
-    await asyncio.gather(g.open({"connectionId": 12345}), return_exceptions=True)
-    return bool(reached)
+        connects.append(1)
+        raise ConnectionError("probe: no second socket")
+
+    class DroppedWs:
+        async def send_str(self, _text: str) -> None:
+            raise ConnectionError("dropped before the reply")
+
+    ch = _owned_channel(NS(hermes=NS(ws_connect=ws_connect)))
+    ch._ws = DroppedWs()  # type: ignore[assignment]
+    try:
+        await ch.call("prompt.submit", {"session_id": "s1", "text": "x"})
+    except Exception:  # noqa: BLE001 - the reference runner refuses; only the resend counts
+        pass
+    return bool(connects)

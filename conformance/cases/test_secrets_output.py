@@ -1,4 +1,4 @@
-"""SEC — secrets: the runner token, the Hermes password, session token, cookies, tickets and the
+"""SEC — secrets in output (the Hermes authentication cases: test_secrets_hermes_auth.py): the runner token, the Hermes password, session token, cookies, tickets and the
 lease (bridge) tokens never leave where they belong.
 
 Secrets minted while the case runs (the Hermes session cookie, ws tickets, bridge tokens) are

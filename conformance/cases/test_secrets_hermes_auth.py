@@ -1,4 +1,6 @@
-"""Spec-coverage cases for the runner's Hermes authentication in token mode (§8.1).
+"""SEC — secrets, the runner's Hermes authentication (§8.1): the session token in memory only,
+validated first, fetched again after a refusal, no token mode with userinfo, and no secret in a
+child process (rows: conformance/rows/secrets.py; secrets in output: test_secrets_output.py).
 
 Hermes' side is observed through a recording TCP proxy in front of the scripted Hermes (request
 lines and whether a request carried the session token) and the effect log. "Hermes restarted

@@ -1,5 +1,8 @@
-"""Spec-coverage cases for the lease re-check of §6.5 (every 5 min; expiry 30 min after the last
-renewal).
+"""TT — team tools, the lease itself: lease.create's requireProfile, gateway.close disposing the
+channel's leases, the lease token's randomness (§3.4, §3.5, §6.3), and the lease re-check of
+§6.5 (every 5 min; expiry 30 min after the last renewal; rows: conformance/rows/team_tools.py).
+
+The re-check cases:
 
 The runner runs on the adapter's live clock (``RunnerUnderTest.start(live_clock=True)``): its
 wall and monotonic clocks move ahead on ``advance_clock`` without a restart. One big jump would
@@ -17,6 +20,8 @@ Every wait is bounded; the runner is a black box.
 
 from __future__ import annotations
 
+import math
+import string
 import time
 from typing import Any
 
@@ -24,8 +29,11 @@ from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
 from fake_server import Timings
 
-from ._helpers_channels import WAIT
+from ._helpers_channels import (
+    WAIT,
+)
 from ._helpers_hermes_interop import poll_until
+from ._helpers_outcomes import OUTCOME_TIMEOUT, brief_outcome, effects_since, last_seq
 from ._helpers_process import Answer, Bound, bound_lease, listener, refuses_connection
 
 RECHECK = 300.0      # §6.5: every 5 min
@@ -184,3 +192,72 @@ async def test_session_info_updates_the_leases_stored_id(world: Any) -> None:
     expect(sent == new, expected=f"the re-bind carries the new stored id {new}",
            actual=f"stored_session_id {sent}" + (" (the old one)" if sent == old else ""))
 
+
+@case("TT-901", hermes_script="team")
+async def test_lease_create_outside_allowed_profiles_is_refused(world: Any) -> None:
+    """lease.create naming a profile outside allowedProfiles ("research") for an owned session
+    must be refused (runner_profile_forbidden; runner_session_forbidden accepted, since the
+    session is not owned under that profile either) and start no listener, no bind.
+
+    fails when: the runner skips requireProfile for lease.create and the session-under-profile
+    check, creating a lease (listener) for a profile it may not serve."""
+    ch = await world.cp.open_channel(world.runner_id, profile="default")
+    created = await world.cp.rpc(ch, "session.create", {"profile": "default", "title": "tt"})
+    expect(created.ok, expected="session.create ok", actual=brief_outcome(created))
+    session = {"runtimeId": created.result["session_id"],
+               "storedId": created.result["stored_session_id"]}
+    since = last_seq(world)
+    lease = await world.cp.create_lease(ch, profile="research", session=session, check=False)
+    out = lease.create_outcome
+    expect(out is not None and not out.ok
+           and out.code in ("runner_profile_forbidden", "runner_session_forbidden"),
+           expected="lease.create for profile research refused runner_profile_forbidden",
+           actual=brief_outcome(out) if out else "no outcome")
+    expect(not effects_since(world, since), expected="no Hermes effect (no bind)",
+           actual=effects_since(world, since))
+
+
+@case("TT-902", hermes_script="team")
+async def test_gateway_close_disposes_the_channels_leases(world: Any) -> None:
+    """A bound lease lives on a channel; gateway.close of that channel must dispose it: the
+    plugin gets the unbind of the lease's generation, and a later lease.bind of it is refused.
+
+    fails when: gateway.close closes the Hermes socket but leaves the channel's leases alive
+    (no unbind, the listener keeps serving, lease.bind still works)."""
+    b = await bound_lease(world)
+    sid = b.session["runtimeId"]
+    closed = await world.cp.close_channel(b.channel)
+    expect(closed.ok, expected="gateway.close answered {ok:true}", actual=brief_outcome(closed))
+    unbind = await world.hermes.effects.wait_for("unbind", timeout=OUTCOME_TIMEOUT, session_id=sid)
+    expect(unbind.detail.get("generation") == b.binding["generation"],
+           expected="the unbind of the bound lease's generation",
+           actual=str(unbind.detail.get("generation")))
+
+
+_ALPHABETS = (string.digits + "abcdef", string.digits + "abcdefABCDEF",
+              string.ascii_letters + string.digits + "-_", string.ascii_letters + string.digits
+              + "+/=", "".join(chr(c) for c in range(33, 127)))
+
+
+def _bits(token: str) -> float:
+    """An upper bound of the randomness a token text can carry: its length times log2 of the
+    smallest usual alphabet (hex, base64url, base64, printable ASCII) that holds it."""
+    for alphabet in _ALPHABETS:
+        if set(token) <= set(alphabet):
+            return len(token) * math.log2(len(set(alphabet)))
+    return len(token) * 8.0
+
+
+@case("TT-903", hermes_script="team")
+async def test_lease_token_holds_32_bytes(world: Any) -> None:
+    """Two bound leases: each token text can carry at least 256 bits (hex ≥ 64 chars,
+    base64url ≥ 43, …) and the two differ. The generator's quality cannot be seen from outside;
+    the length bound and the difference are what a black box shows.
+
+    fails when: the runner mints short lease tokens (8 random bytes, a counter, a uuid4 hex of
+    122 bits) or reuses one token for every lease."""
+    a = await bound_lease(world)
+    b = await bound_lease(world)
+    weak = [f"{len(t)} chars, ≤{_bits(t):.0f} bits" for t in (a.token, b.token) if _bits(t) < 256]
+    expect(not weak, expected="lease tokens of at least 32 bytes (256 bits)", actual=weak)
+    expect(a.token != b.token, expected="two leases, two tokens", actual="the same token")

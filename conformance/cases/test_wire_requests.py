@@ -1,4 +1,7 @@
-"""WIR — wire basics: headers, epochs, admit before effect, one result per command, concurrency.
+"""WIR — wire basics, the requests: what every request carries (authentication, protocol, reset,
+features, epochs, a stable instance id), no Origin, and the admit before any effect (rows:
+conformance/rows/wire.py; the commands' results: test_wire_commands.py; the HTTP client:
+test_wire_client.py).
 
 Each case drives the runner through the world only and judges it from the control plane's
 history/lifecycle log and the scripted Hermes' effect log (one shared sequence). Request headers
@@ -9,30 +12,34 @@ the control plane's gates, which refuse a request without them (403 ``runner_una
 
 from __future__ import annotations
 
-import asyncio
+from typing import Any
 
 from conformance.checks import check
 from conformance.checks.render import render_all
 from conformance.checks.translate import translate
 from conformance.marks import case
 from conformance.verdict import expect
+from fake_server import Timings
 from fake_server.gates import ACCEPTED_FEATURES
-from fixtures.hermes.script import Script
 
+from ._helpers_process import brief
 from ._helpers_wire import (
     LOWER_UUID,
     TIMEOUT,
+    HeaderTap,
     describe,
     excerpt,
     http,
     http_payload,
     open_session,
     refused_with,
-    result_posts,
     runner_exchanges,
     start_behind_tap,
 )
 
+WAIT = 10.0
+#: next poll after an answer: "within a few seconds" (§2.5); generous for a loaded machine
+NEXT_POLL = 10.0
 GATE_REFUSALS = {"runner_unauthorized", "runner_protocol_mismatch"}
 
 
@@ -251,119 +258,6 @@ async def test_refused_admit_gives_no_effect(world):
            witness=excerpt(world, handle.id, limit=6))
 
 
-#: One command of each sort a runner answers without any set-up: relays, a kind the protocol
-#: does not have, and closes of ids it never opened. Each gets one result, error or not.
-ONE_OF_EACH: tuple[tuple[str, dict], ...] = (
-    ("http", http_payload("/api/status", profile=None)),
-    ("http", http_payload("/api/status", profile=None)),
-    ("hermes.bogus", {"x": 1}),
-    ("gateway.close", {"connectionId": "0b9e6f0c-52a4-4a36-9d6c-4f5e1f0a7c21"}),
-    ("lease.close", {"leaseId": "5d0c1f3e-8f0a-4b8e-a3a1-0e6a3c9b2f14"}),
-)
-
-
-@case("WIR-008", manual_clock=True)
-async def test_every_delivered_command_gets_one_result(world):
-    """Commands of several kinds (http, an unknown kind, closes of unknown ids) each get exactly
-    one result post under their id, whatever it says.
-
-    fails when: a delivered command gets no result post (e.g. an unknown kind dropped silently),
-    two result posts (e.g. posted again on the next poll), or a result under another id."""
-    handles = [await world.cp.submit(world.runner_id, kind, payload)
-               for kind, payload in ONE_OF_EACH]
-    outs = []
-    for h in handles:
-        try:
-            outs.append(await h.wait(TIMEOUT))
-        except TimeoutError:
-            outs.append(None)
-    # A later command's result proves the runner went round its loop after the others.
-    _, last = await http(world, "/api/status", profile=None)
-    counts = {f"{h.kind} {h.id}": len(result_posts(world, h.id)) for h in handles}
-    expect(all(n == 1 for n in counts.values()),
-           expected="exactly one result post per delivered command id", actual=counts,
-           witness=excerpt(world, *[h.id for h in handles
-                                    if counts[f"{h.kind} {h.id}"] != 1], limit=8))
-    relays = [o for (kind, _), o in zip(ONE_OF_EACH, outs, strict=True) if kind == "http"]
-    expect(all(o is not None and o.ok for o in relays) and last.ok,
-           expected="every http command answered", actual=[describe(o) for o in outs])
-
-
-@case("WIR-009", hermes_script="plain")
-async def test_a_held_command_does_not_delay_another(world):
-    """fails when: commands run one at a time: a prompt.submit held inside Hermes blocks a later
-    http command until it is released."""
-    ch, sid = await open_session(world)
-    pause = world.hermes.pause_at("before prompt.accept", session_id=sid)
-    held = await world.cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "held"})
-    await pause.reached(timeout=TIMEOUT)
-    try:
-        second, out = await http(world, "/api/status", profile=None)
-        expect(out.ok and not held.done(),
-               expected="the second command is answered while the first is held in Hermes",
-               actual=f"second: {describe(out)}; first done: {held.done()}",
-               witness=excerpt(world, second.id, limit=6))
-    finally:
-        pause.release()
-    first = await held.wait(TIMEOUT)
-    expect(first.ok, expected="the held prompt.submit completes once released",
-           actual=describe(first))
-
-
-@case("WIR-010")
-async def test_expired_command_is_not_admitted_nor_executed(world):
-    """fails when: the runner executes a command whose expiresAt passed before delivery, asks
-    admit for it (expiresAt MUST be checked before admit, 4.3: a runner that never checks it
-    still answers runner_command_not_admitted, because the control plane's admit refuses an
-    expired command), or answers it with another code than runner_command_not_admitted."""
-    target = world.artifact_root / "wir010.txt"
-    target.write_text("expired\n")
-    seen = world.hermes.effects.entries[-1].seq if world.hermes.effects.entries else 0
-    handle = await world.cp.submit(world.runner_id, "http",
-                                   http_payload("/api/files/download", file=str(target)),
-                                   expires_at_ms=world.cp.clock.now_ms() - 60_000)
-    out = await handle.wait(TIMEOUT)
-    reads = [e for e in world.hermes.effects.of("file.read") if e.seq > seen]
-    expect(not reads, expected="no Hermes effect for an expired command",
-           actual=[e.seq for e in reads], witness=excerpt(world, handle.id, limit=6))
-    asked = [ex for ex in runner_exchanges(world, "admit") if ex.command_id == handle.id]
-    expect(not asked, expected="no admit asked for a command expired at delivery (expiresAt "
-                               "checked before admit)",
-           actual=[f"#{ex.seq} admit -> {ex.response_body}" for ex in asked],
-           witness=excerpt(world, handle.id, limit=6))
-    expect(refused_with(out, ["runner_command_not_admitted"]),
-           expected="error result runner_command_not_admitted", actual=describe(out),
-           witness=excerpt(world, handle.id, limit=6))
-
-
-@case("WIR-011", manual_clock=True)
-async def test_a_batch_is_answered_in_full(world):
-    """fails when: the runner handles only the first command of a poll answer (or drops the rest
-    of a batch)."""
-    clock = world.clock
-    hold = world.cp.timings.poll_hold
-    await world.cp.poll_held(world.runner_id, timeout=TIMEOUT)
-    world.cp.faults.delay_next("poll", seconds=0.5)
-    seen = world.cp.history.last_seq
-    clock.advance(hold)  # the held poll ends empty; the next poll is delayed on the clock
-    next_poll = await world.cp.history.wait_for(
-        lambda ex: ex.route == "poll" and ex.runner_id == world.runner_id, timeout=TIMEOUT,
-        after_seq=seen)
-    await clock.wait_pending(clock.now() + 0.5, timeout=TIMEOUT)
-    handles = [await world.cp.submit(world.runner_id, "http",
-                                     http_payload("/api/status", profile=None))
-               for _ in range(5)]
-    clock.advance(0.5)
-    outs = await asyncio.gather(*(h.wait(TIMEOUT) for h in handles))
-    answered = await world.cp.history.wait_for(
-        lambda ex: ex.seq == next_poll.seq and ex.answered, timeout=TIMEOUT)
-    delivered = {c.get("id") for c in answered.commands}
-    expect(delivered == {h.id for h in handles}, expected="all five commands in one poll answer",
-           actual=f"poll #{answered.seq} delivered {len(delivered)}")
-    expect(all(o.ok for o in outs), expected="every command of the batch answered",
-           actual=[describe(o) for o in outs], witness=excerpt(world, after_seq=seen, limit=12))
-
-
 @case("WIR-012", hermes_script="plain", start_runner=False)
 async def test_only_protocol_feature_names_are_advertised(world):
     """fails when: ``x-runner-features`` names a feature the protocol does not define (e.g.
@@ -377,34 +271,50 @@ async def test_only_protocol_feature_names_are_advertised(world):
                              "bare ','", actual=bad[:5])
 
 
-@case("WIR-013", hermes_script=Script.bundled("plain", broadcast_events=True),
-      profiles=("default", "research"), config_extra={"allowedProfiles": ["default"]})
-async def test_outbound_profile_filter_and_owned_events(world):
-    """Hermes sends every session's events to every open socket (``broadcast_events``), so the
-    second channel's socket carries the first channel's session frames.
+@case("WIR-901", timings=Timings(poll_hold=0.5, redelivery=1.0))
+async def test_connected_polls_carry_no_reset(world: Any) -> None:
+    """Once a poll was answered 200, the next polls (no failure in between) must not carry
+    x-runner-reset.
 
-    fails when: the runner lists or opens a profile outside allowedProfiles (session.create
-    "research" executes), or forwards an event of a session another channel owns, or a frame
-    without session_id (gateway.ready)."""
-    # Outbound only: the runner reached the control plane by polling it.
-    expect(runner_exchanges(world, "poll"), expected="the runner polls (outbound transport)",
-           actual="no poll")
-    ch1, sid1 = await open_session(world)
-    ch2 = await world.cp.open_channel(world.runner_id, profile="default")
-    before = world.hermes.effects.count("session.created")
-    refused = await world.cp.rpc(ch2, "session.create", {"profile": "research", "cols": 100})
-    expect(refused_with(refused, ["runner_profile_forbidden"])
-           and world.hermes.effects.count("session.created") == before,
-           expected="session.create for 'research' refused runner_profile_forbidden, no session",
-           actual=describe(refused))
-    out = await world.cp.rpc(ch1, "prompt.submit", {"session_id": sid1, "text": "hi"})
-    expect(out.ok, expected="prompt.submit relayed", actual=describe(out))
-    await ch1.next_event(type="message.complete", timeout=TIMEOUT)
-    # ch2 owns no session: nothing may be forwarded on it; ch1 only carries sid1's frames.
-    stray = list(ch2.events) + [e for e in ch1.events if e.get("session_id") != sid1]
-    unowned = [e for e in ch1.events + ch2.events if not e.get("session_id")]
-    expect(not stray and not unowned,
-           expected="only owned-session frames are forwarded, none without session_id",
-           actual=f"on the other channel: {[e.get('type') for e in stray][:5]}; without "
-                  f"session_id: {[e.get('type') for e in unowned][:5]}",
-           witness=excerpt(world, ch2.connection_id, limit=6))
+    fails when: the runner sends x-runner-reset: 1 on every poll (a reset flag never cleared),
+    which makes the control plane drop its online state each time."""
+    cp = world.cp
+    first = await cp.history.wait_for(lambda ex: ex.route == "poll" and ex.status == 200
+                                      and ex.answered, timeout=WAIT)
+    after = first.seq
+    polls = []
+    for _ in range(3):
+        ex = await world.runner.guard(cp.history.wait_for(
+            lambda e, a=after: e.route == "poll" and e.seq > a, timeout=NEXT_POLL + 1,
+            after_seq=after),
+            "the next poll", NEXT_POLL)
+        polls.append(ex)
+        after = ex.seq
+    reset = [brief(ex) for ex in polls if ex.reset]
+    expect(not reset, expected="no x-runner-reset on the polls of a connected runner",
+           actual=reset, witness=excerpt(world, after_seq=first.seq - 1))
+
+
+@case("WIR-902", hermes_script="plain", start_runner=False)
+async def test_features_on_every_request(world: Any) -> None:
+    """Behind a header tap: when the runner advertises features at all, every request it makes
+    (poll, admit, result, event) carries the same non-empty x-runner-features value.
+
+    fails when: the runner sends the header on its first poll only (the control plane then loses
+    the features at the next reconnect) or on polls only."""
+    async with HeaderTap(world.cp.url, token=world.registered.token, secrets=world.secrets) as tap:
+        world.runner.config["serverURL"] = tap.url
+        world.runner.write_config()
+        await world.start_runner()
+        _, out = await http(world, "/api/status", profile=None)
+        expect(out.ok, expected="GET /api/status relayed", actual=describe(out))
+        ch, sid = await open_session(world)
+        out = await world.cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "hello"})
+        await ch.next_event(type="message.complete", timeout=WAIT)
+        await world.runner.stop()
+    values = [(tap.route_of(path), h.get("x-runner-features", "")) for path, h in tap.requests]
+    if not any(v for _, v in values):
+        return  # nothing advertised: absent and empty mean the same (§2.2)
+    missing = sorted({route for route, v in values if not v})
+    expect(not missing, expected="x-runner-features on every request",
+           actual=f"missing on {missing}")
