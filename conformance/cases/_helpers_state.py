@@ -236,13 +236,20 @@ def new_id() -> str:
 async def redeliver(world: Any, handle: Any, *, payload: dict[str, Any] | None = None) -> Any:
     """The outcome of the command's next delivery to the new process: the control plane's own
     redelivery when the command is still queued, else (it ended ``runner_offline`` with the
-    reset poll's disconnect) ``cp.replay`` of the same wire."""
+    reset poll's disconnect) ``cp.replay`` of the same wire; a replay the control plane ends
+    offline on its own (queued between two online states) is submitted again once the runner
+    is online, never read as the runner's answer."""
     if payload is None and not handle.done():
         out = await handle.wait(WAIT)
-        if out.code != "runner_offline":
+        if not handle.ended_offline:
             return out
-    again = await world.cp.replay(world.runner_id, handle.wire, payload=payload)
-    return await again.wait(WAIT)
+    for _ in range(3):  # a replay the control plane itself ended offline was never judged
+        again = await world.cp.replay(world.runner_id, handle.wire, payload=payload)
+        out = await again.wait(WAIT)
+        if not again.ended_offline:
+            return out
+        await world.runner.wait_online(world.cp, world.runner_id, WAIT)
+    return out
 
 
 async def until(cond: Callable[[], Any], what: str, timeout: float = WAIT, step: float = 0.05) -> Any:
