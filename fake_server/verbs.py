@@ -137,7 +137,7 @@ class Verbs:
     async def open_channel(
         self, runner_id: str, account: str | None = None, profile: str | None = None,
         cleanup_only: bool = False, connection_id: str | None = None, *,
-        deadline: float | None = None, check: bool = True, **extra: Any,
+        deadline: float | None = None, check: bool = True, as_sent: bool = False, **extra: Any,
     ) -> Channel:
         """Send gateway.open and return the channel once the runner answered.
 
@@ -145,7 +145,8 @@ class Verbs:
         back closed with ``open_outcome`` set. A failed or aborted open is followed by
         ``gateway.close`` for the same id, as upstream does."""
         ch, handle = await self.submit_open_channel(
-            runner_id, account, profile, cleanup_only, connection_id, deadline=deadline, **extra
+            runner_id, account, profile, cleanup_only, connection_id, deadline=deadline, as_sent=as_sent,
+            **extra,
         )
         try:
             outcome = await handle
@@ -166,7 +167,7 @@ class Verbs:
     async def submit_open_channel(
         self, runner_id: str, account: str | None = None, profile: str | None = None,
         cleanup_only: bool = False, connection_id: str | None = None, *,
-        deadline: float | None = None, **extra: Any,
+        deadline: float | None = None, as_sent: bool = False, **extra: Any,
     ) -> tuple[Channel, Command]:
         """Register a channel and queue its gateway.open without waiting (for race tests)."""
         acc = await self.store.get_account(account) if account is not None else None
@@ -179,7 +180,7 @@ class Verbs:
             return ch, Command.refused(runner_id, "gateway.open", _open_payload(ch, extra), refused.outcome,
                                        reason=refused.reason)
         handle = await self.submit(runner_id, "gateway.open", _open_payload(ch, extra), account=account,
-                                   deadline=deadline, profile=profile, channel=ch)
+                                   deadline=deadline, profile=profile, channel=ch, as_sent=as_sent)
         return ch, handle
 
     async def submit_rpc(
