@@ -82,7 +82,7 @@ def _rpc(p: dict[str, Any]) -> list[str]:
         out.append(f"{method} params lack {', '.join(missing)}")
     if method == "session.active_list" and set(params) != ACTIVE_LIST_PARAMS:
         out.append("session.active_list params are not exactly {profile, current_session_id}")
-    if "profile" in RPC_PARAMS[str(method)] and not isinstance(params.get("profile"), str):
+    if "profile" in params and not isinstance(params.get("profile"), str):
         out.append(f"{method} params.profile is not a string")
     return out
 
