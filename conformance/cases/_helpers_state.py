@@ -254,7 +254,8 @@ async def redeliver(world: Any, handle: Any, *, payload: dict[str, Any] | None =
     for _ in range(3):  # a replay the control plane itself ended offline was never judged
         again = await world.cp.replay(world.runner_id, handle.wire, payload=payload)
         out = await _redelivered(world, again)
-        if not again.ended_offline:
+        record = await world.cp.store.get_runner(world.runner_id)
+        if not again.ended_offline or record is None or not record.enabled:
             return out
         await world.runner.wait_online(world.cp, world.runner_id, WAIT)
     return out

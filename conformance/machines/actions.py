@@ -84,7 +84,8 @@ async def replay(rig: Rig, wire: dict[str, Any], *, other: bool = False) -> Outc
     """Queue ``wire`` again and settle it. A replay the control plane ended on its own
     (``Command.ended_offline``: queued while the runner was between online states, failed by
     the hub's disconnect, or refused at enqueue) was never judged by the runner: wait for the
-    runner to be online again and submit it again (at most ``OFFLINE_RESUBMITS`` times)."""
+    runner to be online again and submit it again (at most ``OFFLINE_RESUBMITS`` times), unless
+    the runner was disabled (then nothing more runs, and runner_offline is the answer)."""
     w = rig.world
     payload = None
     if other:
@@ -92,8 +93,9 @@ async def replay(rig: Rig, wire: dict[str, Any], *, other: bool = False) -> Outc
     for _ in range(OFFLINE_RESUBMITS):
         handle = await w.cp.replay(w.runner_id, wire, payload=payload)
         out = await settle_handle(rig, handle)
-        if not handle.ended_offline:
-            return out
+        record = await w.cp.store.get_runner(w.runner_id or "")
+        if not handle.ended_offline or record is None or not record.enabled:
+            return out  # disabled: runner_offline is the control plane's last word (upstream #16)
         assert w.runner is not None
         await w.runner.wait_online(w.cp, w.runner_id, WAIT)
     return out
