@@ -99,6 +99,15 @@ class Command:
         return self.future.done()
 
     @property
+    def ended_offline(self) -> bool:
+        """The control plane ended it on its own, the runner offline: refused at enqueue with
+        no online state, or failed 503 ``runner_offline`` by a disconnect while queued. The
+        runner never judged it (an outcome of the oracle, not of the runner)."""
+        if self.refusal_reason == "runner offline":
+            return True
+        return bool(self.lifecycle.steps) and self.lifecycle.steps[-1].event is Event.OFFLINE
+
+    @property
     def outcome(self) -> Outcome | None:
         return self.future.result() if self.future.done() else None
 

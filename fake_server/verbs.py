@@ -7,16 +7,26 @@ Rules:
   the same connection id, and a failed or aborted ``lease.create`` by ``lease.close`` (the
   follow-up is queued, not awaited: ``ch.close_command`` / ``lease.close_command``).
 - Stop methods carry no account and no profile (``validity.STOP_METHODS``).
+- Every command is sent as upstream's control plane would send it: where upstream always names
+  the profile and the caller did not, it is filled from the command's or the channel's profile
+  (``upstream_payloads.complete``). ``as_sent=True`` sends the payload exactly as given: a case
+  whose purpose is a command upstream would not send says so at the call site.
+- With ``HERMES_CONFORMANCE_COMMAND_LOG`` set, every submitted command is appended to that file
+  (one JSON line: kind, payload, as_sent, the pytest case): ``tests/oracle_fairness`` checks
+  them against ``upstream_payloads.KINDS``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .handles import Channel, Command, CommandRefused, Lease, ToolHandler
 from .lifecycle import Outcome
+from .upstream_payloads import complete
 from .validity import command_profile, is_stop
 
 if TYPE_CHECKING:  # the host's attributes (no import of the façade module: no circle)
@@ -43,6 +53,19 @@ def _open_payload(ch: Channel, extra: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+COMMAND_LOG = "HERMES_CONFORMANCE_COMMAND_LOG"
+
+
+def _log_command(kind: str, payload: dict[str, Any], as_sent: bool) -> None:
+    path = os.environ.get(COMMAND_LOG)
+    if not path:
+        return
+    line = json.dumps({"kind": kind, "payload": payload, "as_sent": as_sent,
+                       "case": os.environ.get("PYTEST_CURRENT_TEST", "")}, default=str)
+    with open(path, "a", encoding="utf-8") as f:  # one short append per command
+        f.write(line + "\n")
+
+
 class Verbs:
     limits: Limits
     lifecycle: LifecycleLog
@@ -62,10 +85,15 @@ class Verbs:
         self, runner_id: str, kind: str, payload: dict[str, Any], *, account: str | None = None,
         deadline: float | None = None, profile: str | None = None, expires_at_ms: int | None = None,
         channel: Channel | None = None, lease: Lease | None = None, command_id: str | None = None,
+        as_sent: bool = False,
     ) -> Command:
         """Queue a command and return its handle at once (``await handle`` → Outcome).
 
-        ``command_id`` reuses an id instead of minting one (see :meth:`replay`)."""
+        ``command_id`` reuses an id instead of minting one (see :meth:`replay`); ``as_sent``
+        sends ``payload`` exactly as given (a case testing a command upstream would not send)."""
+        if not as_sent:
+            payload = complete(kind, payload, profile or (channel.profile if channel else None))
+        _log_command(kind, payload, as_sent)
         try:
             return await self.hub.enqueue(
                 runner_id, kind, payload, account=account, deadline=deadline, profile=profile,
@@ -80,19 +108,23 @@ class Verbs:
     ) -> Command:
         """Queue again a command a runner was already given: same ``id``, ``kind`` and
         ``expiresAt`` (and payload, unless ``payload`` replaces it to provoke a fingerprint
-        conflict); the runner must answer it from its ledger, never run it twice."""
+        conflict); the runner must answer it from its ledger, never run it twice. The payload
+        is sent as given (``as_sent``): the wire was completed when it was first sent, and a
+        replay must not change what the fingerprint covers."""
         return await self.submit(
             runner_id, wire["kind"], wire["payload"] if payload is None else payload,
             account=account, deadline=deadline, expires_at_ms=wire["expiresAt"], command_id=wire["id"],
+            as_sent=True,
         )
 
     async def command(
         self, runner_id: str, kind: str, payload: dict[str, Any], *, account: str | None = None,
         deadline: float | None = None, profile: str | None = None, expires_at_ms: int | None = None,
+        as_sent: bool = False,
     ) -> Outcome:
         """Queue a command and await its outcome."""
         return await (await self.submit(runner_id, kind, payload, account=account, deadline=deadline,
-                                        profile=profile, expires_at_ms=expires_at_ms))
+                                        profile=profile, expires_at_ms=expires_at_ms, as_sent=as_sent))
 
     def _follow_up(self, runner_id: str, kind: str, payload: dict[str, Any]) -> None:
         """Queue a follow-up (gateway.close / lease.close) from a task: survives a cancelled caller."""
@@ -105,7 +137,7 @@ class Verbs:
     async def open_channel(
         self, runner_id: str, account: str | None = None, profile: str | None = None,
         cleanup_only: bool = False, connection_id: str | None = None, *,
-        deadline: float | None = None, check: bool = True, **extra: Any,
+        deadline: float | None = None, check: bool = True, as_sent: bool = False, **extra: Any,
     ) -> Channel:
         """Send gateway.open and return the channel once the runner answered.
 
@@ -113,7 +145,8 @@ class Verbs:
         back closed with ``open_outcome`` set. A failed or aborted open is followed by
         ``gateway.close`` for the same id, as upstream does."""
         ch, handle = await self.submit_open_channel(
-            runner_id, account, profile, cleanup_only, connection_id, deadline=deadline, **extra
+            runner_id, account, profile, cleanup_only, connection_id, deadline=deadline, as_sent=as_sent,
+            **extra,
         )
         try:
             outcome = await handle
@@ -134,7 +167,7 @@ class Verbs:
     async def submit_open_channel(
         self, runner_id: str, account: str | None = None, profile: str | None = None,
         cleanup_only: bool = False, connection_id: str | None = None, *,
-        deadline: float | None = None, **extra: Any,
+        deadline: float | None = None, as_sent: bool = False, **extra: Any,
     ) -> tuple[Channel, Command]:
         """Register a channel and queue its gateway.open without waiting (for race tests)."""
         acc = await self.store.get_account(account) if account is not None else None
@@ -147,24 +180,30 @@ class Verbs:
             return ch, Command.refused(runner_id, "gateway.open", _open_payload(ch, extra), refused.outcome,
                                        reason=refused.reason)
         handle = await self.submit(runner_id, "gateway.open", _open_payload(ch, extra), account=account,
-                                   deadline=deadline, profile=profile, channel=ch)
+                                   deadline=deadline, profile=profile, channel=ch, as_sent=as_sent)
         return ch, handle
 
     async def submit_rpc(
-        self, ch: Channel, method: str, params: dict[str, Any] | None = None, *, deadline: float | None = None,
+        self, ch: Channel, method: str, params: dict[str, Any] | None = None, *,
+        deadline: float | None = None, as_sent: bool = False,
     ) -> Command:
-        payload = {"connectionId": ch.connection_id, "method": method, "params": params or {}}
+        """gateway.rpc on ``ch`` (``params.profile`` filled from the channel where upstream always
+        sends it, unless ``as_sent``)."""
+        payload: dict[str, Any] = {"connectionId": ch.connection_id, "method": method, "params": params or {}}
+        if not as_sent:
+            payload = complete("gateway.rpc", payload, ch.profile)
         stop = is_stop("gateway.rpc", payload)
         return await self.submit(
             ch.runner_id, "gateway.rpc", payload, account=None if stop else ch.account, deadline=deadline,
-            profile=None if stop else command_profile("gateway.rpc", payload), channel=ch,
+            profile=None if stop else command_profile("gateway.rpc", payload), channel=ch, as_sent=as_sent,
         )
 
     async def rpc(
-        self, ch: Channel, method: str, params: dict[str, Any] | None = None, *, deadline: float | None = None,
+        self, ch: Channel, method: str, params: dict[str, Any] | None = None, *,
+        deadline: float | None = None, as_sent: bool = False,
     ) -> Outcome:
         """gateway.rpc on a channel; non-stop methods need the channel still valid."""
-        return await (await self.submit_rpc(ch, method, params, deadline=deadline))
+        return await (await self.submit_rpc(ch, method, params, deadline=deadline, as_sent=as_sent))
 
     async def close_channel(self, ch: Channel, *, deadline: float | None = None) -> Outcome:
         """Close server-side (its queued commands → 409 runner_command_not_admitted), then gateway.close."""

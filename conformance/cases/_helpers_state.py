@@ -14,6 +14,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -205,7 +206,7 @@ def kill_on_effect(world: Any, kind: str, pred: Callable[[Any], bool] = lambda e
 
 __all__ = ["CONFLICT", "NOT_ADMITTED", "UNCERTAIN", "Harness", "admits_of", "body_bytes",
            "download", "error_code", "instance_now", "kill_on_effect", "polls_after", "reads",
-           "reply_of", "results_of", "verdict", "wait_result", "wait_route", "witness"]
+           "lease_session", "reply_of", "results_of", "verdict", "wait_result", "wait_route", "witness"]
 
 
 # -- gateway -------------------------------------------------------------------------------------
@@ -216,7 +217,14 @@ async def open_session(world: Any, profile: str = "default") -> tuple[Any, str]:
     if not out.ok or not isinstance(out.result, dict) or "session_id" not in out.result:
         raise CaseFailed("session.create through the runner answers a session_id",
                          f"{out.status} {out.code} {out.result}", witness(world, ch.connection_id))
+    ch.stored_ids = {**getattr(ch, "stored_ids", {}), out.result["session_id"]: out.result.get("stored_session_id")}
     return ch, str(out.result["session_id"])
+
+
+def lease_session(ch: Any, sid: str) -> dict[str, Any]:
+    """A lease's ``session`` as upstream sends it: ``{runtimeId, storedId}`` (its stored id from
+    the session.create result of :func:`open_session`)."""
+    return {"runtimeId": sid, "storedId": getattr(ch, "stored_ids", {}).get(sid)}
 
 
 def prompt_effects(world: Any, session_id: str | None = None) -> list[Any]:
@@ -236,13 +244,43 @@ def new_id() -> str:
 async def redeliver(world: Any, handle: Any, *, payload: dict[str, Any] | None = None) -> Any:
     """The outcome of the command's next delivery to the new process: the control plane's own
     redelivery when the command is still queued, else (it ended ``runner_offline`` with the
-    reset poll's disconnect) ``cp.replay`` of the same wire."""
+    reset poll's disconnect) ``cp.replay`` of the same wire; a replay the control plane ends
+    offline on its own (queued between two online states) is submitted again once the runner
+    is online, never read as the runner's answer."""
     if payload is None and not handle.done():
-        out = await handle.wait(WAIT)
-        if out.code != "runner_offline":
+        out = await _redelivered(world, handle)
+        if not handle.ended_offline:
             return out
-    again = await world.cp.replay(world.runner_id, handle.wire, payload=payload)
-    return await again.wait(WAIT)
+    for _ in range(3):  # a replay the control plane itself ended offline was never judged
+        again = await world.cp.replay(world.runner_id, handle.wire, payload=payload)
+        out = await _redelivered(world, again)
+        record = await world.cp.store.get_runner(world.runner_id)
+        if not again.ended_offline or record is None or not record.enabled:
+            return out
+        await world.runner.wait_online(world.cp, world.runner_id, WAIT)
+    return out
+
+
+async def _redelivered(world: Any, handle: Any, turn: float = 0.25) -> Any:
+    """``handle``'s outcome. On a manual clock the control plane's redelivery (``redelivery`` s
+    after a delivery that got no accepted result, e.g. a copy a runner skipped while the
+    original was in flight, §2.8) comes only when the clock moves: move it a redelivery at a
+    time while no outcome came, never into the watchdog (``offline_after`` since last seen)."""
+    clock, t = world.cp.clock, world.cp.timings
+    manual = getattr(world, "clock", None) is not None
+    loop = asyncio.get_running_loop()
+    end = loop.time() + WAIT
+    while True:
+        try:
+            return await handle.wait(turn if manual else WAIT)
+        except TimeoutError:
+            if not manual or loop.time() > end:
+                raise
+        slot = world.cp.hub.slots.get(world.runner_id)
+        room = (slot.online.seen + t.offline_after - t.watchdog_tick - clock.now()
+                if slot is not None and slot.online is not None else 0.0)
+        if handle.deliveries and room > t.redelivery + 0.1:
+            clock.advance(t.redelivery + 0.1)
 
 
 async def until(cond: Callable[[], Any], what: str, timeout: float = WAIT, step: float = 0.05) -> Any:

@@ -24,6 +24,7 @@ from ._helpers_state import (
     download,
     error_code,
     kill_on_effect,
+    lease_session,
     open_session,
     prompt_effects,
     reads,
@@ -184,7 +185,7 @@ async def test_replayed_lease_create_makes_one_lease(world: Any) -> None:
     """fails when: the claim upserts its row so the replayed lease.create runs again and is
     refused as a duplicate lease id (claim-upserts)."""
     ch, sid = await open_session(world)
-    lease = await world.cp.create_lease(ch, profile="default", session={"runtimeId": sid})
+    lease = await world.cp.create_lease(ch, profile="default", session=lease_session(ch, sid))
     wire = next(d for d in _delivered(world) if d.get("kind") == "lease.create")
     first = results_of(world, wire["id"])
     again = await world.cp.submit(world.runner_id, "lease.create", wire["payload"], lease=lease,
@@ -194,7 +195,7 @@ async def test_replayed_lease_create_makes_one_lease(world: Any) -> None:
            expected="the replayed lease.create gets the stored reply",
            actual=f"{out2.status} {out2.code} {out2.message or ''} {out2.result}",
            witness=witness(world, wire["id"]))
-    bound = await world.cp.bind_lease(lease, {"runtimeId": sid})
+    bound = await world.cp.bind_lease(lease, lease_session(ch, sid))
     expect(bound.ok, expected="the lease binds", actual=f"{bound.status} {bound.code} {bound.message}",
            witness=witness(world, wire["id"]))
     binds = world.hermes.effects.count("bind")

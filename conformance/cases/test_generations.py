@@ -28,6 +28,7 @@ from ._helpers_channels import (
 from ._helpers_state import (
     WAIT,
     download,
+    lease_session,
     mark,
     open_session,
     polls_after,
@@ -88,8 +89,8 @@ async def test_new_epoch_disposes_the_leases(world: Any) -> None:
     """fails when: leases are disposed only at shutdown, not on a new epoch
     (keep-leases-on-new-epoch)."""
     ch, sid = await open_session(world)
-    lease = await world.cp.create_lease(ch, profile="default", session={"runtimeId": sid})
-    bound = await world.cp.bind_lease(lease, {"runtimeId": sid})
+    lease = await world.cp.create_lease(ch, profile="default", session=lease_session(ch, sid))
+    bound = await world.cp.bind_lease(lease, lease_session(ch, sid))
     binding = world.hermes.bridge.bindings.get(sid)
     expect(bound.ok and binding, expected="the lease is bound (the plugin got bridge_url and token)",
            actual=f"{bound.status} {bound.code}", witness=witness(world, lease.lease_id))

@@ -104,7 +104,7 @@ async def test_unknown_kind_is_runner_command_unknown(world: Any) -> None:
     fails when: the runner answers an unknown kind with a success, another code, or not at
     all."""
     mark = _last_seq(world)
-    out = await world.cp.command(world.runner_id, "hermes.bogus", {"x": 1})
+    out = await world.cp.command(world.runner_id, "hermes.bogus", {"x": 1}, as_sent=True)
     expect_error(world, out, codes=("runner_command_unknown",), what="an unknown kind",
                  needles=["hermes.bogus"])
     expect(not world.hermes.effects.of(after_seq=mark),
@@ -121,7 +121,7 @@ async def test_payload_missing_fields_is_an_error(world: Any) -> None:
     cp, rid = world.cp, world.runner_id
     epoch = cp.epoch(rid)
     mark = _last_seq(world)
-    outs = await asyncio.gather(*(cp.command(rid, kind, {})
+    outs = await asyncio.gather(*(cp.command(rid, kind, {}, as_sent=True)  # malformed on purpose
                                   for kind in ("http", "gateway.close", "lease.close")))
     for kind, out in zip(("http", "gateway.close", "lease.close"), outs, strict=True):
         expect_error(world, out, what=f"{kind} with an empty payload", needles=[kind])
@@ -137,7 +137,8 @@ async def test_open_with_a_non_string_connection_id_is_an_error(world: Any) -> N
 
     fails when: the runner opens a channel for any connectionId value."""
     cp, rid = world.cp, world.runner_id
-    ch = await cp.open_channel(rid, connection_id=12345, check=False)  # type: ignore[arg-type]
+    ch = await cp.open_channel(rid, connection_id=12345, check=False,  # type: ignore[arg-type]
+                              as_sent=True)  # malformed on purpose
     expect_error(world, ch.open_outcome, what="gateway.open with connectionId 12345",
                  needles=["12345"])
     expect_no_effect(world, "ws.connected", what="a malformed gateway.open", needles=["12345"])
@@ -210,7 +211,8 @@ async def test_extension_kind_not_advertised_is_an_error(world: Any) -> None:
     if any(f.startswith("network") for f in features):
         not_applicable(f"the runner advertises {features}")
     mark = _last_seq(world)
-    out = await world.cp.command(world.runner_id, "network.configure", {"mode": "direct"})
+    out = await world.cp.command(world.runner_id, "network.configure", {"mode": "direct"},
+                                 as_sent=True)  # an extension kind, on purpose
     expect_error(world, out, codes=("runner_command_unknown", "runner_feature_unavailable"),
                  what="network.configure on a core runner", needles=["network.configure"])
     expect(not world.hermes.effects.of(after_seq=mark),

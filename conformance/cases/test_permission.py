@@ -190,7 +190,8 @@ async def test_rpc_outside_the_allowlist_is_forbidden(world):
     ch, sid = await open_session(world)
     for method in ("session.list", "config.set", "session.history", "computer.invoke"):
         since = _last_seq(world)
-        out = await world.cp.rpc(ch, method, {"session_id": sid, "profile": "default"})
+        out = await world.cp.rpc(ch, method, {"session_id": sid, "profile": "default"},
+                                 as_sent=True)  # outside the allowlist on purpose
         expect(refused_with(out, ["runner_command_forbidden"]),
                expected=f"{method} refused runner_command_forbidden", actual=describe(out))
         sent = [e for e in effects_after(world, since)
@@ -264,7 +265,7 @@ async def test_active_list_is_exact_and_filtered(world):
                    {"profile": "default", "current_session_id": foreign},
                    {"profile": "default"}):
         since = _last_seq(world)
-        out = await world.cp.rpc(ch, "session.active_list", params)
+        out = await world.cp.rpc(ch, "session.active_list", params, as_sent=True)  # malformed on purpose
         expect(refused_with(out, ["runner_session_forbidden"]),
                expected=f"active_list {params} refused runner_session_forbidden",
                actual=describe(out))

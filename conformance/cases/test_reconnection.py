@@ -160,44 +160,62 @@ async def test_failed_admit_is_not_executed(world: Any) -> None:
     verdict(world, invariants=("INV-1", "INV-2"))
 
 
-async def _state_lost_while_held(world: Any, route: str, *, new_state_first: bool) -> Any:
-    """Hold the next ``route`` request before the gates, drop the runner's online state on the control plane (a watchdog
-    expiry: its held poll gets 409), then let the held request through the gates: with no online
-    state it gets 409 ``runner_instance_changed``; after the runner's reset poll made a new state,
-    409 ``runner_epoch_changed``. Returns the refused exchange."""
-    held = await wait_route(world, route)  # the only one: the delay is untargeted (before the gates)
-    old = world.cp.epoch(world.runner_id)
-    await world.cp.force_watchdog(world.runner_id)
-    if new_state_first:
-        await world.runner.guard(world.cp.wait_epoch_change(world.runner_id, old, timeout=WAIT + 1),
-                                 "a reset poll", WAIT)
-    world.cp.clock.advance(3600)
-    return await wait_route(world, route, lambda ex: ex.seq == held.seq, answered=True)
+def _polls_in_the_gates(world: Any) -> int:
+    """Polls of the runner the control plane received and neither parked nor answered yet."""
+    open_polls = sum(1 for ex in world.cp.history.entries
+                     if ex.route == "poll" and ex.runner_id == world.runner_id
+                     and ex.status is None and ex.fault != "drop")
+    return open_polls - (1 if world.cp.held_poll(world.runner_id) is not None else 0)
+
+
+async def _reset_after_poll_errors(world: Any, since: int) -> None:
+    """Every poll answered with an error after ``since`` (on the shared sequence) is followed
+    by a reset poll (§2.8: a poll error sets reset); none answered so: nothing to reset."""
+    failed = [ex for ex in world.cp.history.entries
+              if ex.route == "poll" and ex.runner_id == world.runner_id and ex.status is not None
+              and ex.status != 200 and (ex.seq_out or ex.seq) > since]
+    if failed:
+        await _reset_poll_after(world, failed[0].seq_out or failed[0].seq,
+                                f"a poll answered {failed[0].status} {failed[0].code}")
 
 
 @case("REC-006", manual_clock=True)
 async def test_instance_changed_on_a_route_resets(world: Any) -> None:
-    """fails when: a 409 is fatal (exits-on-poll-error), or the runner does not send a reset
-    poll after losing its state (reset-only-first-poll). The 409 is real: the control plane
-    dropped the runner's state while its admit was held."""
+    """fails when: a 409 is fatal (exits-on-poll-error), the runner does not send a reset poll
+    after its poll was answered 409 ``runner_instance_changed`` (reset-only-first-poll), or it
+    executes the command whose admit met the lost state. The 409s are real: the control plane
+    drops the runner's state (a watchdog expiry) while the command's admit is held.
+
+    A poll the control plane has received is let out of its gates first (parked or answered:
+    nothing of the runner's is awaited), so a runner that polls beside its admit always has its
+    poll parked at the drop: it gets 409 and must reset. A runner that polls only after its
+    admits (a correct choice) has no poll out at the drop: its next poll makes the new state and
+    is answered 200 with the new epoch, with no error to reset for (§2.4: "the next poll returns
+    a new epoch"). Either way the held admit gets 409 (``runner_instance_changed`` without a
+    state, ``runner_epoch_changed`` after a new one), the command is not run, and the runner
+    keeps working in the new epoch."""
     payload, cid = download(world), new_id()
     world.cp.faults.delay_next("admit", seconds=3600)
     handle = await world.cp.submit(world.runner_id, "http", payload, command_id=cid)
-    refused = await _state_lost_while_held(world, "admit", new_state_first=False)
-    # Which 409 the held admit meets depends on whether the runner's own reset poll (its answer
-    # to the held poll's 409) made a new state first: a race between the harness and the runner,
-    # not a property of the runner. Either way the runner lost its state and must reset.
+    held = await wait_route(world, "admit")  # the only one: the delay is untargeted (before the gates)
+    await until(lambda: _polls_in_the_gates(world) == 0, "the runner's received poll parked or answered")
+    drop = mark(world)
+    await world.cp.force_watchdog(world.runner_id)
+    world.cp.clock.advance(3600)
+    refused = await wait_route(world, "admit", lambda ex: ex.seq == held.seq, answered=True)
     expect(refused.status == 409
            and refused.code in ("runner_instance_changed", "runner_epoch_changed"),
            expected="the held admit answered 409 runner_instance_changed (or "
-                    "runner_epoch_changed, if the runner's reset poll came first)",
+                    "runner_epoch_changed, once a poll made a new state)",
            actual=f"{refused.status} {refused.code}", witness=witness(world, cid))
-    await _reset_poll_after(world, refused.seq - 1, "409 runner_instance_changed")
+    await _reset_after_poll_errors(world, drop)
     out = await redeliver(world, handle)
     expect(not out.ok and reads(world, payload) == 0,
            expected="the command whose admit got 409 is not executed",
            actual=f"{out.status} {out.code}; {reads(world, payload)} reads", witness=witness(world, cid))
+    expect(world.runner.running, expected="the runner keeps running", actual=f"exited {world.runner.returncode}")
     await _works(world)
+    await _reset_after_poll_errors(world, drop)  # a poll error seen only later must reset too
 
 
 @case("REC-007", manual_clock=True)

@@ -80,7 +80,7 @@ async def _work(world: Any, *, errors: bool = False) -> None:
         out = await world.cp.rpc(ch, "session.steer", {"session_id": sid})  # Hermes 4002
         expect(not out.ok, expected="a Hermes JSON-RPC error comes back as an error",
                actual=describe(out))
-        out = await world.cp.rpc(ch, "no.such.method", {})
+        out = await world.cp.rpc(ch, "no.such.method", {}, as_sent=True)  # an error on purpose
         expect(not out.ok, expected="an unknown method refused", actual=describe(out))
 
 

@@ -50,7 +50,7 @@ async def test_every_delivered_command_gets_one_result(world):
 
     fails when: a delivered command gets no result post (e.g. an unknown kind dropped silently),
     two result posts (e.g. posted again on the next poll), or a result under another id."""
-    handles = [await world.cp.submit(world.runner_id, kind, payload)
+    handles = [await world.cp.submit(world.runner_id, kind, payload, as_sent=kind == "hermes.bogus")
                for kind, payload in ONE_OF_EACH]
     outs = []
     for h in handles:

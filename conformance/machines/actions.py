@@ -76,13 +76,29 @@ async def http(rig: Rig, *, name: str = "a.txt", command_id: str | None = None,
     return handle
 
 
+#: how often a replay the control plane itself ended offline is submitted again
+OFFLINE_RESUBMITS = 3
+
+
 async def replay(rig: Rig, wire: dict[str, Any], *, other: bool = False) -> Outcome:
+    """Queue ``wire`` again and settle it. A replay the control plane ended on its own
+    (``Command.ended_offline``: queued while the runner was between online states, failed by
+    the hub's disconnect, or refused at enqueue) was never judged by the runner: wait for the
+    runner to be online again and submit it again (at most ``OFFLINE_RESUBMITS`` times), unless
+    the runner was disabled (then nothing more runs, and runner_offline is the answer)."""
     w = rig.world
     payload = None
     if other:
         payload = {**wire["payload"], "search": str(wire["payload"].get("search", "")) + "&x=1"}
-    handle = await w.cp.replay(w.runner_id, wire, payload=payload)
-    return await settle_handle(rig, handle)
+    for _ in range(OFFLINE_RESUBMITS):
+        handle = await w.cp.replay(w.runner_id, wire, payload=payload)
+        out = await settle_handle(rig, handle)
+        record = await w.cp.store.get_runner(w.runner_id or "")
+        if not handle.ended_offline or record is None or not record.enabled:
+            return out  # disabled: runner_offline is the control plane's last word (upstream #16)
+        assert w.runner is not None
+        await w.runner.wait_online(w.cp, w.runner_id, WAIT)
+    return out
 
 
 async def channel(rig: Rig) -> Any:
@@ -96,7 +112,7 @@ async def session(rig: Rig, ch: Any) -> str | None:
 
 async def session_ids(rig: Rig, ch: Any) -> tuple[str | None, str | None]:
     """(live session id, stored session id) of a new session on ``ch``."""
-    out = await bounded(rig.world.cp.rpc(ch, "session.create", {"cols": 80}))
+    out = await bounded(rig.world.cp.rpc(ch, "session.create", {"profile": "default", "cols": 80}))
     if not out.ok or not isinstance(out.result, dict):
         return None, None
     return out.result.get("session_id"), out.result.get("stored_session_id")

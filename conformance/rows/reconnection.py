@@ -19,8 +19,9 @@ ROWS: tuple[Case, ...] = (
          "2.6.3 result — `POST` → `{ok: true}`", F),
     Case("REC-005", "MUST", "A command whose admit was answered 5xx or dropped MUST NOT be "
          "executed.", "2.6.2 admit — `POST {id}` → `{allowed: boolean}`", F),
-    Case("REC-006", "MUST", "A 409 runner_instance_changed on a route MUST lead to a reset poll, "
-         "not to an exit.", S, F),
+    Case("REC-006", "MUST", "A 409 on a route MUST NOT end the runner: a poll answered 409 "
+         "runner_instance_changed MUST be followed by a reset poll, and the command whose admit "
+         "met the lost state MUST NOT run.", S, F),
     Case("REC-007", "MUST", "A 409 runner_epoch_changed on result MUST lead to a reset poll, and "
          "the redelivered command MUST be answered from the ledger.", S, F),
     Case("REC-008", "MUST", "A poll answer that is not a poll body MUST make the runner reconnect, "

@@ -11,7 +11,7 @@ from fake_server.timings import MIB
 
 from .fake_server_client import Client
 
-GET_STATUS = {"path": "/api/status", "method": "GET"}
+GET_STATUS = {"path": "/api/status", "method": "GET", "search": "?profile=default"}  # as upstream sends it
 
 
 async def test_long_poll_wakes_on_enqueue(cp: ControlPlane, client: Client, reg: Registration) -> None:
@@ -194,20 +194,20 @@ async def test_size_limits(cp: ControlPlane, client: Client, reg: Registration) 
     await client.connect()
     single = cp.limits.single_command
     base = len(b'{"id":"00000000-0000-0000-0000-000000000000","kind":"http","payload":{"b":""},"expiresAt":0000000000000}')
-    too_big = await cp.submit(reg.runner_id, "http", {"b": "x" * (single - base + 1)})
+    too_big = await cp.submit(reg.runner_id, "http", {"b": "x" * (single - base + 1)}, as_sent=True)
     assert ((await too_big).status, (await too_big).code) == (413, "runner_payload_limit")
-    fits = await cp.submit(reg.runner_id, "http", {"b": "x" * (single - base)})
+    fits = await cp.submit(reg.runner_id, "http", {"b": "x" * (single - base)}, as_sent=True)
     assert not fits.done() and fits.size == single
     # 36 MiB + 28.01 MiB > 64 MiB queued
-    over = await cp.submit(reg.runner_id, "http", {"b": "x" * (28 * MIB + 10_000)})
+    over = await cp.submit(reg.runner_id, "http", {"b": "x" * (28 * MIB + 10_000)}, as_sent=True)
     assert ((await over).status, (await over).code) == (429, "runner_busy")
-    under = await cp.submit(reg.runner_id, "http", {"b": "x" * (27 * MIB)})
+    under = await cp.submit(reg.runner_id, "http", {"b": "x" * (27 * MIB)}, as_sent=True)
     assert not under.done()
     rid = reg.runner_id
     assert cp.queued_bytes(rid) == fits.size + under.size == sum(c.size for c in cp.queued(rid))
     fits.expire()  # an ended command gives its bytes back
     assert cp.queued_bytes(rid) == under.size
-    again = await cp.submit(reg.runner_id, "http", {"b": "x" * (36 * MIB - 200)})
+    again = await cp.submit(reg.runner_id, "http", {"b": "x" * (36 * MIB - 200)}, as_sent=True)
     assert not again.done()
     await cp.force_watchdog(reg.runner_id)
     assert cp.queued_bytes(rid) == 0 and not cp.queued(rid)
@@ -215,7 +215,7 @@ async def test_size_limits(cp: ControlPlane, client: Client, reg: Registration) 
 
 async def test_batch_limit(cp: ControlPlane, client: Client, reg: Registration) -> None:
     await client.connect()
-    a = await cp.submit(reg.runner_id, "http", {"b": "x" * (20 * MIB)})
+    a = await cp.submit(reg.runner_id, "http", {"b": "x" * (20 * MIB)}, as_sent=True)
     b = await cp.submit(reg.runner_id, "http", {"b": "y" * (20 * MIB)})
     c = await cp.submit(reg.runner_id, "http", GET_STATUS)
     _, body = await client.poll()
@@ -257,7 +257,7 @@ async def test_poll_answer_bytes_are_the_compact_json_of_the_batch(
     cp.faults.duplicate_deliveries(1)
     payloads: list[dict[str, Any]] = [GET_STATUS, {"path": "/api/status", "method": "GET", "note": "é\u2028😀\"\\"},
                 {"nested": {"a": [1, 2.5, None, True], "b": {}}}]
-    hs = [await cp.submit(reg.runner_id, "http", p) for p in payloads]
+    hs = [await cp.submit(reg.runner_id, "http", p, as_sent=True) for p in payloads]  # bytes as given
     async with client.session.get(client.url("poll"), headers=client.headers()) as resp:
         status, raw = resp.status, await resp.read()
     body = json.loads(raw)

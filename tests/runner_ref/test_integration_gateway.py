@@ -106,7 +106,8 @@ async def test_session_flow_events_and_close(session: Session) -> None:
     listed = await cp.rpc(ch, "session.active_list",
                           {"profile": "default", "current_session_id": sid})
     assert listed.ok and [s["id"] for s in listed.result["sessions"]] == [sid]
-    bad = await cp.rpc(ch, "session.active_list", {"current_session_id": sid})
+    bad = await cp.rpc(ch, "session.active_list", {"current_session_id": sid},
+                       as_sent=True)  # malformed on purpose
     assert bad.code == "runner_session_forbidden"
     closed = await cp.close_channel(ch)
     assert closed.ok and closed.result == {"ok": True}
