@@ -55,9 +55,10 @@ def _computer_other_path(orig: Any) -> Any:
 
 def _active_list_profile(orig: Any) -> Any:
     async def _active_list(self: Any, ch: Any, params: dict[str, Any]) -> Any:
-        from runner_ref import allowlists
+        from runner_ref import allowlists, gateway
         sid = params.get("current_session_id")
-        if isinstance(sid, str) and sid in ch.sessions:
+        if set(params) == gateway.ACTIVE_LIST_KEYS and isinstance(sid, str) \
+                and sid in ch.sessions:   # after the MUST checks of the key set and ownership
             allowlists.require_profile(params.get("profile"), self.allowed_profiles)
         return await orig(self, ch, params)
     return _active_list
@@ -127,7 +128,7 @@ CONTROLS: tuple[Control, ...] = (
             "Whether the runner also applies requireProfile to `params.profile` of "
             "`session.active_list`",
             "does not check params.profile of session.active_list",
-            "applies requireProfile to it (after the ownership check)",
+            "applies requireProfile to it (after the key-set and ownership checks)",
             one("runner_ref.gateway:Gateways._active_list", _active_list_profile)),
     Control("hermes-wait-at-the-edge", "choice",
             "How long the runner waits for a Hermes reply is an implementation choice",

@@ -42,7 +42,7 @@ class Control:
     patches: tuple[Patch, ...]
 
     @property
-    def seams(self) -> tuple[str, ...]:
+    def seam_names(self) -> tuple[str, ...]:
         return tuple(p.seam + (" (every importer)" if p.rebind else "") for p in self.patches)
 
     def apply(self) -> list[seams.Applied]:

@@ -136,7 +136,7 @@ def _repeats() -> bool:
 
 @probe("upstream-features")
 def _features() -> bool:
-    from runner_ref import poll_loop   # imported by name there: the rebind reaches it
+    from runner_ref import poll_loop  # imported by name there: the rebind reaches it
     return "managed-browser-disabled-v1" not in poll_loop.features_header(True).split(",")
 
 
@@ -175,8 +175,8 @@ async def _headers() -> bool:
 
     async def request(method: str, path: str, params: Any = None) -> Any:
         return 200, {"content-type": "text/plain", "etag": '"1"'}, b"ok"
-    out = await run_http({"method": "GET", "path": "/api/status"}, NS(request=request),
-                         ("default",), ())  # type: ignore[arg-type]
+    hermes: Any = NS(request=request)
+    out = await run_http({"method": "GET", "path": "/api/status"}, hermes, ("default",), ())
     return "etag" not in out["headers"]
 
 
@@ -222,8 +222,8 @@ def _auth() -> bool:
 
 @probe("strict-connection-id")
 async def _connection_id() -> bool:
-    from runner_ref.gateway import Gateways
     from runner_ref.errors import CommandError
+    from runner_ref.gateway import Gateways
     me = NS(is_tombstoned=lambda cid: True)   # a well-formed id then stops at the tombstone
     try:
         await Gateways.open(me, {"connectionId": "conn-1"})  # type: ignore[arg-type]
