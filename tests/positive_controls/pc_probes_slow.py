@@ -208,3 +208,21 @@ async def _gap() -> bool:
     me.reconnect_wait = reconnect_wait
     await PollLoop._take_answer(me, {"epoch": "e", "commands": []}, False)  # type: ignore[arg-type]
     return waits == [POLL_GAP]
+
+
+@probe("poll-timeout-edge")
+def _poll_timeout() -> bool:
+    from runner_ref import timings
+    return 15.0 < timings.POLL_TIMEOUT < 25.0
+
+
+@probe("late-admit")
+async def _late_admit() -> bool:
+    from positive_controls.slow import ADMIT_DELAY
+    from runner_ref.poll_loop import PollLoop
+    with _recorded() as log:
+        async def post(route: str, body: Any, epoch: Any = None) -> Any:
+            log.append(route)
+            return {"allowed": True}
+        await PollLoop._admit_gate(NS(machine=NS(post=post)), {"id": "a"}, "e")  # type: ignore[arg-type]
+    return _delay_before(log, ADMIT_DELAY, "admit")
