@@ -39,9 +39,9 @@ patch changes the behaviour and that the reference runner behaves the other way
 certifies the composites {ci} — every row of a composite applied at once — with
 `python -m conformance certify --profile team-tools` (which holds every core case, so one run
 certifies both profiles), **3 runs in a row each**, and prints each run's seed, tally and time.
-Nightly, each row alone, 3 runs in a row:
+Nightly, the composites `contrary` and `slow` and each row alone, 3 runs in a row:
 
-    python -m positive_controls.verify --each --runs 3
+    python -m positive_controls.verify contrary slow --each --runs 3
 
 and `python -m positive_controls.verify NAME … [--runs N] [--cases PATTERN]` for any selection.
 The slow rows' jitter is seeded; the seed is printed (by verify and as the runner's first

@@ -9,10 +9,13 @@ Rules of this module:
 - A run is clean when no case has a status other than ``pass``, ``not-applicable`` or
   ``skip``: any ``fail`` — and any harness status (``error``, ``timeout``) — is listed with
   its cause; a correct runner was failed, so each one is a suite defect to report.
+- The bundle of a run that was not clean is kept (its path is printed): the transcripts in
+  its ``results.json`` name the cause.
 - The seed of every run is printed (the jitter of slow rows and certify's own seed), so a run
   can be replayed: ``--seed S`` for both.
 - ``python -m positive_controls.verify [NAME …] [--each] [--runs N] [-j N] [--cases PAT]``:
-  default the CI composites; ``--each`` every row alone (nightly). Exit 1 on any failure.
+  default the CI composites; ``--each`` adds every row alone (nightly:
+  ``contrary slow --each --runs 3``). Exit 1 on any failure.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import json
 import os
 import random
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,6 +61,7 @@ class Run:
     counts: dict[str, int] = field(default_factory=dict)
     bad: dict[str, str] = field(default_factory=dict)   # case id → status: cause
     exit_code: int = 0
+    kept: str = ""   # the bundle of a run that was not clean (its transcripts name the cause)
 
     @property
     def clean(self) -> bool:
@@ -65,8 +70,9 @@ class Run:
     def row(self) -> str:
         tally = " ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
         word = "0 failures" if self.clean else f"FAILED {', '.join(sorted(self.bad))}"
+        kept = f" bundle {self.kept}" if self.kept else ""
         return (f"{self.name:34} seed {self.seed:<10} {tally:24} {word} "
-                f"[{self.seconds:.1f} s, certify exit {self.exit_code}]")
+                f"[{self.seconds:.1f} s, certify exit {self.exit_code}]{kept}")
 
 
 def _cause(case: dict[str, object]) -> str:
@@ -99,10 +105,13 @@ def certify(name: str, seed: int | None = None, jobs: int | None = None,
             run.bad["(certify)"] = (f"no results.json (exit {proc.returncode}): "
                                     f"{(proc.stderr or proc.stdout)[-600:]}")
             return run
-    for c in doc.get("cases", []):
-        run.counts[c["status"]] = run.counts.get(c["status"], 0) + 1
-        if c["status"] not in CLEAN:
-            run.bad[c["id"]] = f"{c['status']}: {_cause(c)}"
+        for c in doc.get("cases", []):
+            run.counts[c["status"]] = run.counts.get(c["status"], 0) + 1
+            if c["status"] not in CLEAN:
+                run.bad[c["id"]] = f"{c['status']}: {_cause(c)}"
+        if run.bad and out is None:   # keep the evidence of a failed correct runner
+            run.kept = tempfile.mkdtemp(prefix=f"posctl-{name[:40]}-{seed}-")
+            shutil.copytree(bundle, run.kept, dirs_exist_ok=True)
     return run
 
 
@@ -122,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", default=None, help="certify --cases PATTERN")
     p.add_argument("--seed", type=int, default=None)
     args = p.parse_args(argv)
-    names = list(BY_NAME) if args.each else (args.names or list(CI_COMPOSITES))
+    names = (args.names or ([] if args.each else list(CI_COMPOSITES))) \
+        + (list(BY_NAME) if args.each else [])
     unknown = [n for part in names for n in part.split("+")
                if n not in BY_NAME and n not in COMPOSITES]
     if unknown:

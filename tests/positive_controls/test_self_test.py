@@ -4,9 +4,9 @@ Mechanics (:mod:`positive_controls.verify`): ``python -m conformance certify --p
 team-tools`` (every core case is in it, so one run certifies both profiles) against
 ``python -m positive_controls NAME --seed S --config {config}``; any case not ``pass`` /
 ``not-applicable`` fails this test with its cause — a correct runner was failed, a suite
-defect. CI certifies the composites (every row of ``contrary`` at once; every CI-affordable
-slow row at once); each row alone is certified by the nightly
-``python -m positive_controls.verify --each --runs 3``; each row's patch is proven in effect by
+defect. CI certifies the composite ``both`` (every choice row and every CI slow row at once:
+one certify per run fits the CI budget); ``contrary``, ``slow`` and each row alone are certified
+by the nightly ``python -m positive_controls.verify contrary slow --each --runs 3``; each row's patch is proven in effect by
 its probe (``test_probes.py``). ``POSCTL_RUNS`` changes the number of runs (default 3).
 """
 from __future__ import annotations
@@ -23,17 +23,15 @@ RUNS = int(os.environ.get("POSCTL_RUNS", "3"))
 #: Cases that fail on a positive control for a known suite defect being fixed elsewhere
 #: (control → case → why). Their failure is reported, not hidden: the test xfails naming them.
 KNOWN_DEFECTS: dict[str, dict[str, str]] = {
-    "contrary": {
-        "FLT-001": "the fault matrix creates sessions without params.profile (issue 21 item 3)",
-        "FLT-002": "the fault matrix creates sessions without params.profile (issue 21 item 3)",
+    "both": {
+        "FLT-001": "the fault matrix creates sessions without params.profile, which "
+                   "refuses-missing-profile refuses (issue 21 item 3, another helper)",
+        "FLT-002": "the same, and a cell that reads a runner_offline the control plane caused "
+                   "as the runner's (issue 21 items 3-4, another helper)",
         "FLT-003": "a replay the control plane ended runner_offline is read as a lost receipt "
-                   "(issue 21 item 4)",
-    },
-    "slow": {
-        "FLT-003": "a replay the control plane ended runner_offline is read as a lost receipt "
-                   "(issue 21 item 4)",
+                   "(issue 21 item 4, another helper)",
         "REC-006": "the race's third ordering (the next poll already in the gates) is failed "
-                   "(issue 21 item 3)",
+                   "(issue 21 item 3, another helper)",
     },
 }
 
