@@ -44,6 +44,11 @@ Nightly, the composites `contrary` and `slow` and each row alone, 3 runs in a ro
     python -m positive_controls.verify contrary slow --each --runs 3
 
 and `python -m positive_controls.verify NAME … [--runs N] [--cases PATTERN]` for any selection.
+Issue 21's acceptance (FLT-001/002/003 and REC-006, 30 of 30 runs, on a runner that refuses a
+command naming no profile and whose next poll leaves with its admit):
+
+    python -m positive_controls.verify no-profile-late-poll --cases 'FLT-001,FLT-002,FLT-003,REC-006' --runs 30
+
 The slow rows' jitter is seeded; the seed is printed (by verify and as the runner's first
 status line) and `--seed N` replays it.
 

@@ -32,6 +32,9 @@ COMPOSITES: dict[str, tuple[str, ...]] = {
              "slow-start", "late-events", "poll-after-admit"),
 }
 COMPOSITES["both"] = COMPOSITES["contrary"] + COMPOSITES["slow"]
+#: issue 21's acceptance runner: refuses a command naming no profile, and its next poll reaches
+#: the control plane later than the reference runner's (admit and next poll together).
+COMPOSITES["no-profile-late-poll"] = ("refuses-missing-profile", "poll-after-admit")
 #: What CI certifies, 3 runs in a row (tests/positive_controls/test_self_test.py): ``both`` —
 #: every choice row and every CI slow row at once — fits the CI budget (one certify of the
 #: team-tools profile per run); ``contrary`` and ``slow`` alone, and each row alone, are the
