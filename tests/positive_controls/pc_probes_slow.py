@@ -210,12 +210,6 @@ async def _gap() -> bool:
     return waits == [POLL_GAP]
 
 
-@probe("poll-timeout-edge")
-def _poll_timeout() -> bool:
-    from runner_ref import timings
-    return 15.0 < timings.POLL_TIMEOUT < 25.0
-
-
 @probe("late-admit")
 async def _late_admit() -> bool:
     from positive_controls.slow import ADMIT_DELAY
