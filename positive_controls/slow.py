@@ -9,7 +9,8 @@ Rules of this module:
   late events and ``poll-after-admit``. The request timeouts are not an edge: §2.3 states
   25 s (TT-905..908 rely on it: their 20 s clock jumps must not time a held poll out).
 - ``poll-after-admit`` holds the next poll until every new command of the last answer reached
-  its admit request (or ended without one): admit and next poll leave together, later than the
+  its admit request (or was answered without one — a ledger replay, a refusal — before its
+  result post): admit and next poll leave together, later than the
   reference runner's poll, which leaves as soon as the answer is read.
 """
 from __future__ import annotations
@@ -97,13 +98,13 @@ def _admit_releases(orig: Any) -> Any:
     return _admit_gate
 
 
-def _deliver_releases(orig: Any) -> Any:
-    async def _deliver(self: Any, cmd: dict[str, Any], epoch: str) -> None:
+def _answer_releases(orig: Any) -> Any:
+    async def _handle(self: Any, cmd: dict[str, Any], epoch: str) -> Any:
         try:
-            await orig(self, cmd, epoch)
+            return await orig(self, cmd, epoch)
         finally:
-            _release(self, cmd.get("id"))   # ended without an admit (replay, refusal, …)
-    return _deliver
+            _release(self, cmd.get("id"))   # answered without an admit (replay, refusal, …)
+    return _handle
 
 
 def _gap_after_answer(orig: Any) -> Any:
@@ -148,7 +149,7 @@ CONTROLS: tuple[Control, ...] = (
             "(or ended without one): admit and next poll together",
             (Patch("runner_ref.poll_loop:PollLoop._take_answer", _take_then_wait),
              Patch("runner_ref.poll_loop:PollLoop._admit_gate", _admit_releases),
-             Patch("runner_ref.poll_loop:PollLoop._deliver", _deliver_releases))),
+             Patch("runner_ref.poll_loop:PollLoop._handle", _answer_releases))),
     Control("reconnect-pause-short", "slow",
             "After a failed poll the runner SHOULD wait about 1 s before it polls again",
             "waits 1 s after a failed poll",
