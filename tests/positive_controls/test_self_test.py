@@ -35,6 +35,10 @@ KNOWN_DEFECTS: dict[str, dict[str, str]] = {
                    "(issue 21 item 4, another helper)",
         "REC-006": "the race's third ordering (the next poll already in the gates) is failed "
                    "(issue 21 item 3, another helper)",
+        "INC-003": "cause not established: on a world kept after PERM-013, in full runs only, "
+                   "with any control that delays the admit (late-admit alone does it), its "
+                   "first command (gateway.open) ends 503 runner_offline 0.2 s into the case; "
+                   "the handed-over held poll ended client_gone (reported to the lead)",
     },
 }
 
