@@ -33,6 +33,7 @@ the control through the conformance engine — one pytest session per control,
 case passes; the reference runner must pass every declared case. A declared case that is not in
 the catalogue yet makes that control's self-test xfail ("case not written yet"), never pass.
 By hand: `python -m negative_controls.verify [NAME …]` prints control → cases → verdict.
+The mirror, correct runners the suite must never fail: [positive controls](positive-controls.md).
 
 The rows live in `negative_controls/controls_<area>.py`, by family; each module's in-process
 probes in `tests/negative_controls/nc_probes_<area>.py`. A case's docstring that names a

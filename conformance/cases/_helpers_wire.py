@@ -115,6 +115,21 @@ def refused_with(outcome: Any, codes: Sequence[str]) -> bool:
             and outcome.code in codes)
 
 
+async def event_posted(world: Any, ch: Any, sid: str, kind: str = "session.info",
+                       timeout: float = 10.0) -> Any:
+    """The answered ``event`` post of the runner that forwards the ``kind`` frame of ``sid`` on
+    ``ch``. A case that revokes a channel awaits it first: a runner may post events late (the
+    positive control ``late-events`` posts each 100 ms late), and an event answered after the
+    revoke gets the control plane's 410, which closes the channel — the oracle's doing, which
+    the case would otherwise read as the runner's."""
+    def match(ex: Any) -> bool:
+        frame = ex.request_body.get("frame") if isinstance(ex.request_body, dict) else None
+        return (ex.route == "event" and ex.answered and ex.connection_id == ch.connection_id
+                and isinstance(frame, dict) and frame.get("type") == kind
+                and frame.get("session_id") == sid)
+    return await world.cp.history.wait_for(match, timeout=timeout)
+
+
 async def open_session(world: Any, profile: str = "default") -> tuple[Any, str]:
     """A channel and one session created through it: (channel, live session id)."""
     ch = await world.cp.open_channel(world.runner_id, profile=profile)

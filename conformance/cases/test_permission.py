@@ -28,6 +28,7 @@ from ._helpers_wire import (
     body_bytes,
     describe,
     effects_after,
+    event_posted,
     excerpt,
     http,
     open_session,
@@ -300,6 +301,7 @@ async def test_only_stop_methods_after_revocation(world):
     """fails when: after the channel's task permission is revoked the runner still executes a
     prompt (admit said false), or refuses the stop methods interrupt / owned active_list."""
     ch, sid = await open_session(world)
+    await event_posted(world, ch, sid, timeout=TIMEOUT)   # no event of the create may reach the revoked channel
     handle = await world.cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "late"})
     world.cp.faults.delay_next("admit", seconds=0.25, target=handle.id)
     await world.cp.history.wait_for(

@@ -28,6 +28,7 @@ from ._helpers_wire import (
     TIMEOUT,
     HeaderTap,
     describe,
+    event_posted,
     excerpt,
     http,
     http_payload,
@@ -237,6 +238,7 @@ async def test_refused_admit_gives_no_effect(world):
     prompt.submit whose channel was revoked while the admit was on the wire), or answers it with
     another code than runner_command_not_admitted."""
     ch, sid = await open_session(world)
+    await event_posted(world, ch, sid, timeout=TIMEOUT)   # no event of the create may reach the revoked channel
     handle = await world.cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "no"})
     world.cp.faults.delay_next("admit", seconds=0.25, target=handle.id)
     admit = await world.cp.history.wait_for(

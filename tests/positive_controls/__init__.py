@@ -1,0 +1,1 @@
+"""Positive controls: the self-test, the probes, the table and its docs."""
