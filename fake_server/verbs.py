@@ -14,6 +14,10 @@ Rules:
 - With ``HERMES_CONFORMANCE_COMMAND_LOG`` set, every submitted command is appended to that file
   (one JSON line: kind, payload, as_sent, the pytest case): ``tests/oracle_fairness`` checks
   them against ``upstream_payloads.KINDS``.
+- ``open_channel`` never hands a caller an outcome the control plane made on its own: a
+  ``gateway.open`` ended ``runner_offline`` while the runner was between two online states (its
+  poll had just closed; ``Command.ended_offline``) is sent again once the runner, still enabled,
+  is online (at most :data:`OFFLINE_RETRIES` times), as a replay is (``redeliver``).
 """
 
 from __future__ import annotations
@@ -54,6 +58,10 @@ def _open_payload(ch: Channel, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 COMMAND_LOG = "HERMES_CONFORMANCE_COMMAND_LOG"
+#: how often a command the control plane ended offline on its own is sent again, and how long
+#: the runner is waited for to be online before each (scaled by the timeout multiplier)
+OFFLINE_RETRIES = 3
+OFFLINE_WAIT = 20.0
 
 
 def _log_command(kind: str, payload: dict[str, Any], as_sent: bool) -> None:
@@ -78,6 +86,8 @@ class Verbs:
     def store(self) -> Store: raise NotImplementedError
 
     def _revoked(self, runner_id: str, what: str, **kw: Any) -> None: raise NotImplementedError
+    async def wait_online(self, runner_id: str, timeout: float = 10.0) -> str:
+        raise NotImplementedError
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -126,6 +136,22 @@ class Verbs:
         return await (await self.submit(runner_id, kind, payload, account=account, deadline=deadline,
                                         profile=profile, expires_at_ms=expires_at_ms, as_sent=as_sent))
 
+    async def _back_online(self, runner_id: str, handle: Command) -> bool:
+        """Whether ``handle`` ended on the control plane's own account (``ended_offline``: the
+        runner was between two online states, e.g. its poll had just closed) and the runner,
+        still enabled, is online again: the command was never the runner's to judge, so the
+        caller sends it again. Never for a disabled runner (its refusal is the case's)."""
+        if not handle.ended_offline:
+            return False
+        record = await self.store.get_runner(runner_id)
+        if record is None or not record.enabled:
+            return False
+        try:
+            await self.wait_online(runner_id, timeout=OFFLINE_WAIT)
+        except TimeoutError:
+            return False
+        return True
+
     def _follow_up(self, runner_id: str, kind: str, payload: dict[str, Any]) -> None:
         """Queue a follow-up (gateway.close / lease.close) from a task: survives a cancelled caller."""
         task = asyncio.ensure_future(self.submit(runner_id, kind, payload))
@@ -144,16 +170,20 @@ class Verbs:
         With ``check`` (default) a failed open raises ``CommandFailed``; else the channel comes
         back closed with ``open_outcome`` set. A failed or aborted open is followed by
         ``gateway.close`` for the same id, as upstream does."""
-        ch, handle = await self.submit_open_channel(
-            runner_id, account, profile, cleanup_only, connection_id, deadline=deadline, as_sent=as_sent,
-            **extra,
-        )
-        try:
-            outcome = await handle
-        except BaseException:  # aborted: upstream's open() catch closes it too
-            self.hub.close_channel(ch, "open_aborted")
-            self._follow_up(runner_id, "gateway.close", {"connectionId": ch.connection_id})
-            raise
+        for attempt in range(OFFLINE_RETRIES + 1):
+            ch, handle = await self.submit_open_channel(
+                runner_id, account, profile, cleanup_only, connection_id, deadline=deadline,
+                as_sent=as_sent, **extra,
+            )
+            try:
+                outcome = await handle
+            except BaseException:  # aborted: upstream's open() catch closes it too
+                self.hub.close_channel(ch, "open_aborted")
+                self._follow_up(runner_id, "gateway.close", {"connectionId": ch.connection_id})
+                raise
+            if attempt == OFFLINE_RETRIES or not await self._back_online(runner_id, handle):
+                break
+            self.hub.close_channel(ch, "open_failed")  # never judged by the runner: open again
         ch.open_outcome = outcome
         if not outcome.ok:
             capped = ch.closed.is_set() and ch.closed_by == "open_failed"  # never sent (harness cap)
