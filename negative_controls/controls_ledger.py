@@ -12,6 +12,9 @@ from .control import Control, const
 
 #: how long the write-behind control keeps a receipt in memory before writing it
 WRITE_BEHIND = 5.0
+#: how many completed receipts the receipt-cap control keeps (a property machine's example
+#: replays a command with this many later rows only now and then: the soak's control)
+RECEIPT_CAP = 10
 
 
 def _in_memory(orig: Any) -> Any:
@@ -75,6 +78,15 @@ def _write_behind(orig: Any) -> Any:
     return complete
 
 
+def _receipt_cap(orig: Any) -> Any:
+    async def complete(self: Any, command_id: str, result_json: str) -> None:
+        await orig(self, command_id, result_json)
+        await self._db.execute(   # "housekeeping": keep the newest receipts, drop the rest
+            "DELETE FROM commands WHERE state='complete' AND rowid NOT IN "
+            "(SELECT rowid FROM commands ORDER BY rowid DESC LIMIT ?)", (RECEIPT_CAP,))
+    return complete
+
+
 LS = "runner_ref.ledger_store"
 
 CONTROLS: tuple[Control, ...] = (
@@ -113,4 +125,9 @@ CONTROLS: tuple[Control, ...] = (
             f"Writes each receipt in the background {WRITE_BEHIND:g} s later; the result is posted at once.",
             "write-behind caching of receipts: a crash after reporting loses the receipt",
             f"{LS}:LedgerStore.complete", ("INC-004", "INC-006"), _write_behind),
+    Control("receipt-cap", "dedupe",
+            f"Keeps only the newest {RECEIPT_CAP} rows: every completion deletes older complete rows.",
+            "an idempotency store capped by size, not age (an LRU of keys): a replay inside the "
+            "hour of an evicted id runs again", f"{LS}:LedgerStore.complete", ("DED-902",),
+            _receipt_cap),
 )

@@ -29,7 +29,8 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str, seed: in
         request.config._conformance_rigs_kept = True  # type: ignore[attr-defined]
         request.config.add_cleanup(shared.close_kept)
     try:
-        stats = run_machine(machine, runner_cmd, seed=seed, replay=replay, share=True)
+        stats = run_machine(machine, runner_cmd, seed=seed, replay=replay, share=True,
+                            key=case_id)
     except MachineFailed as failed:
         attach(request.node, **failed.stats)
         v = failed.violation

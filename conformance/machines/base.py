@@ -74,6 +74,7 @@ class WorldMachine(RuleBasedStateMachine):
         rig.settle()
         found = rig.violations()
         if found:
+            rig.stats.first_failing_example = rig.stats.first_failing_example or rig.stats.examples
             raise ViolationFound(render(found[0], seed=self.seed, replay=self.replay_cmd),
                                  found[0])
 

@@ -54,6 +54,8 @@ class Stats:
     restarts: int = 0
     server_restarts: int = 0
     seconds: float = 0.0
+    #: the example (counted from 1) whose teardown first found a violation; 0: none
+    first_failing_example: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -25,4 +25,8 @@ ROWS: tuple[Case, ...] = (
          "stored reply and no second bind.", S, F, feature="team-tools"),
     Case("DED-008", "MUST", "A stored refusal MUST be replayed as the same refusal, without a new "
          "admit and without an effect.", S, F),
+    Case("DED-902", "MUST", "A complete row younger than one hour MUST keep its stored reply "
+         "however many commands came after it: a replay after 300 later commands (a compaction "
+         "at the 256th among them) gets the stored reply without a Hermes call.",
+         "4.4 Compaction", F),
 )
