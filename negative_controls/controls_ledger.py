@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from typing import Any
 
 from runner_ref.ledger import DeliveryDecision, Row, State
@@ -13,8 +14,14 @@ from .control import Control, const
 #: how long the write-behind control keeps a receipt in memory before writing it
 WRITE_BEHIND = 5.0
 #: how many completed receipts the receipt-cap control keeps (a property machine's example
-#: replays a command with this many later rows only now and then: the soak's control)
+#: replays a command with this many later rows only now and then: the soak's control);
+#: ``$NC_RECEIPT_CAP`` sets another (the engine's soak test uses 1: most examples meet it)
 RECEIPT_CAP = 10
+CAP_ENV = "NC_RECEIPT_CAP"
+
+
+def receipt_cap() -> int:
+    return int(os.environ.get(CAP_ENV) or RECEIPT_CAP)
 
 
 def _in_memory(orig: Any) -> Any:
@@ -83,7 +90,7 @@ def _receipt_cap(orig: Any) -> Any:
         await orig(self, command_id, result_json)
         await self._db.execute(   # "housekeeping": keep the newest receipts, drop the rest
             "DELETE FROM commands WHERE state='complete' AND rowid NOT IN "
-            "(SELECT rowid FROM commands ORDER BY rowid DESC LIMIT ?)", (RECEIPT_CAP,))
+            "(SELECT rowid FROM commands ORDER BY rowid DESC LIMIT ?)", (receipt_cap(),))
     return complete
 
 
