@@ -49,7 +49,8 @@ USAGE = """\
 python -m conformance certify --runner-cmd "CMD … {config} …" [--runner-cmd …]
        [--profile core|team-tools|all] [--baseline FILE] [--cases PATTERN] [-x]
        [--out DIR] [-j N] [--runner-file PATH …] [--hermes scripted|real[:PATH]] [--seed N]
-       [--transcripts failing|all|none] [--timeout-multiplier X] [--skip-unavailable]"""
+       [--transcripts failing|all|none] [--timeout-multiplier X] [--skip-unavailable]
+       [--soak DURATION] [--example-db DIR|github:OWNER/REPO[/ARTIFACT]|readonly:DIR …]"""
 
 
 class InvocationError(Exception):
@@ -91,6 +92,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-unavailable", action="store_true",
                    help="report the cases whose program is not installed as not-run (the "
                         "verdict is then INCOMPLETE, never PASS) instead of exit 2")
+    p.add_argument("--soak", default=None, metavar="DURATION",
+                   help="rerun the property families and the fault matrix with fresh seeds until "
+                        "DURATION (90s, 10m, 1h30m) is spent; failures are saved to the example "
+                        "database (docs/certification.md)")
+    p.add_argument("--example-db", action="append", default=[], metavar="SPEC",
+                   help="Hypothesis example database of the property machines: DIR, "
+                        "github:OWNER/REPO[/ARTIFACT] (read-only) or readonly:DIR; repeat to "
+                        "join several (default: OUT/hypothesis)")
     # engine tests and third-party suites: what to collect, the catalogue, the world factory
     p.add_argument("--suite", default=None, help=argparse.SUPPRESS)
     p.add_argument("--catalogue", default=None, help=argparse.SUPPRESS)
@@ -141,7 +150,33 @@ def check(args: argparse.Namespace) -> None:
             args.timeout_multiplier = parse_multiplier(args.timeout_multiplier)
         except MultiplierError as exc:
             raise InvocationError(str(exc)) from None
+    if args.soak is not None:
+        from .soak import DurationError, parse_duration
+
+        try:
+            args.soak = parse_duration(args.soak)
+        except DurationError as exc:
+            raise InvocationError(str(exc)) from None
+        if not soak_selection(args):
+            raise InvocationError(f"--soak: no PROP-* or FLT-* case in the selection (profile "
+                                  f"{args.profile}{', cases ' + args.cases if args.cases else ''})")
+    if args.example_db:
+        from .hypothesis_profiles import DatabaseSpecError, open_database
+
+        try:
+            open_database(args.example_db)
+        except DatabaseSpecError as exc:
+            raise InvocationError(str(exc)) from None
     check_environment(args)
+
+
+def soak_selection(args: argparse.Namespace) -> list[str]:
+    from .soak import soaked_cases
+
+    try:
+        return soaked_cases(args)
+    except Exception:  # noqa: BLE001 - the session itself reports an unloadable catalogue
+        return []
 
 
 def check_environment(args: argparse.Namespace) -> None:
@@ -203,6 +238,10 @@ def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> lis
         a += ["--conformance-baseline", args.baseline]
     if args.exitfirst:
         a += ["--conformance-exitfirst"]
+    for db in getattr(args, "example_db", []):
+        a += ["--conformance-example-db", db]
+    if getattr(args, "soak_round", False):
+        a += ["--conformance-soak"]
     if args.fresh_worlds:
         a += ["--conformance-fresh-worlds"]
     if args.skip_unavailable:
@@ -244,6 +283,27 @@ def run_one(args: argparse.Namespace, cmd: str, out: Path) -> RunResults | None:
         return None
 
 
+def soak_one(args: argparse.Namespace, cmd: str, out: Path) -> RunResults | None:
+    """``--soak``: rounds of the PROP-* and FLT-* cases until the time is spent (conformance/soak.py)."""
+    from . import soak
+
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="conformance-ini-") as tmp:
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text(INI)
+
+        def session(rnd: argparse.Namespace, c: str, where: Path) -> list[str]:
+            where.mkdir(parents=True, exist_ok=True)
+            return pytest_args(rnd, c, where, ini)
+
+        results = soak.run(args, cmd, out, session)
+    if results is not None:
+        from .results import dump
+
+        dump(results, out / "results.json")
+    return results
+
+
 def write_bundle(results: RunResults, args: argparse.Namespace, cmd: str, out: Path) -> None:
     from .report import render_html
     from .report.badge import certification_badge
@@ -272,8 +332,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
         args.runner_cmd = args.runner_cmd or [DEFAULT_RUNNER_CMD]
         check(args)
-        if args.jobs is None:
-            args.jobs = default_jobs(args)
+        if args.jobs is None:  # a soak's rounds run its PROP-* and FLT-* cases only
+            args.jobs = default_jobs(argparse.Namespace(
+                **{**vars(args), "cases": ",".join(soak_selection(args))}) if args.soak else args)
     except InvocationError as exc:
         print(f"certify: error: {exc}", file=sys.stderr)
         return 2
@@ -285,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[tuple[str, Path, RunResults]] = []
     for i, cmd in enumerate(args.runner_cmd):
         out = root if len(args.runner_cmd) == 1 else root / slug(i, cmd)
-        results = run_one(args, cmd, out)
+        results = soak_one(args, cmd, out) if args.soak else run_one(args, cmd, out)
         if results is None:
             print(f"certify: error: the suite did not run for {cmd!r} (see the output above)",
                   file=sys.stderr)
@@ -296,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         write_bundle(results, args, cmd, out)
         print_summary(results, out)
+        if results.soak is not None:
+            from .soak import print_findings
+
+            print_findings(results)
         runs.append((cmd, out, results))
     if len(runs) > 1:
         from .compare import matrix_markdown, print_matrix

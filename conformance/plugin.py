@@ -23,10 +23,8 @@ Rules of this module:
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
-import zlib
 from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,6 +76,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="expected failures, one case ID a line")
     g.addoption("--conformance-out", default=None, metavar="DIR", help="write results.json here")
     g.addoption("--conformance-seed", default=None, type=int, metavar="N", help="run seed")
+    g.addoption("--conformance-example-db", action="append", default=[], metavar="SPEC",
+                help="Hypothesis example database of the property machines: DIR, "
+                     "github:OWNER/REPO[/ARTIFACT] (read-only) or readonly:DIR; repeat to join "
+                     "several (default: <--conformance-out>/hypothesis)")
+    g.addoption("--conformance-soak", action="store_true",
+                help="a soak round (certify --soak): the fault matrix runs its cells in an order "
+                     "drawn from the case seed")
     g.addoption("--conformance-exitfirst", action="store_true",
                 help="stop at the first failing MUST case")
     g.addoption("--conformance-catalogue", default=None, metavar="MODULE:ATTR")
@@ -134,8 +139,9 @@ class Conformance:
         elif opt.conformance_seed is not None:
             self.seed = opt.conformance_seed
         else:
-            self.seed = int.from_bytes(os.urandom(4), "big")
+            self.seed = hypothesis_profiles.fresh_seed()
         self.out = Path(opt.conformance_out) if opt.conformance_out else None
+        self.example_db: list[str] = list(opt.conformance_example_db)
         self.hermes: str = str(opt.hermes)
         #: why a case cannot run on this Hermes (None: it can), see :meth:`hermes_skip`
         self.real_hermes_missing: str | None = None
@@ -151,12 +157,13 @@ class Conformance:
         self.is_controller = workerinput is None
 
     def case_seed(self, nodeid: str) -> int:
-        return zlib.crc32(f"{self.seed}:{nodeid}".encode())
+        return hypothesis_profiles.case_seed(self.seed, nodeid)
 
     def replay(self, case_id: str) -> str:
         hermes = "" if self.hermes == "scripted" else f" --hermes {shlex.quote(self.hermes)}"
+        dbs = "".join(f" --example-db {shlex.quote(d)}" for d in self.example_db)
         return (f"python -m conformance certify --runner-cmd {shlex.quote(self.runner_cmd)} "
-                f"--profile {self.profile} --cases {case_id} --seed {self.seed}{hermes}")
+                f"--profile {self.profile} --cases {case_id} --seed {self.seed}{dbs}{hermes}")
 
     def selected(self, row: Case | None, case_id: str) -> bool:
         if not matches(case_id, self.patterns):
@@ -378,24 +385,24 @@ def pytest_configure(config: pytest.Config) -> None:
             bounds.set_multiplier(bounds.parse(str(config.option.timeout_multiplier)))
         except bounds.MultiplierError as exc:
             raise pytest.UsageError(str(exc)) from None
-    hypothesis_profiles.register(Path(config.option.conformance_out) if config.option.conformance_out else None)
     plugin = Conformance(config)
     config.pluginmanager.register(plugin, "conformance-session")
     if not config.pluginmanager.has_plugin("conformance.casefixtures"):
         config.pluginmanager.register(casefixtures, "conformance.casefixtures")
-    if plugin.out is not None:
-        _hypothesis_database(config, plugin.out)
+    _use_database(config, plugin)
 
 
-def _hypothesis_database(config: pytest.Config, out: Path) -> None:
-    """Hypothesis examples of a run are kept under its out dir (restored at unconfigure)."""
+def _use_database(config: pytest.Config, plugin: Conformance) -> None:
+    """The machines' example database: ``--conformance-example-db``, else the run's out dir
+    (``<out>/hypothesis``), else none (conformance/hypothesis_profiles.py); unset at the end."""
     try:
-        from hypothesis import settings
-        from hypothesis.database import DirectoryBasedExampleDatabase
-    except ImportError:
-        return
-    previous = settings.get_current_profile_name()
-    settings.register_profile(
-        "conformance", database=DirectoryBasedExampleDatabase(str(out / "hypothesis")))
-    settings.load_profile("conformance")
-    config.add_cleanup(lambda: settings.load_profile(previous))
+        if plugin.example_db:
+            db = hypothesis_profiles.open_database(plugin.example_db)
+        elif plugin.out is not None:
+            db = hypothesis_profiles.open_database([str(plugin.out / "hypothesis")])
+        else:
+            db = None
+    except hypothesis_profiles.DatabaseSpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    hypothesis_profiles.use_database(db)
+    config.add_cleanup(lambda: hypothesis_profiles.use_database(None))

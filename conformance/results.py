@@ -113,6 +113,8 @@ class RunResults:
     hermes: str = "scripted"
     baseline: str | None = None
     cases: list[CaseResult] = field(default_factory=list)
+    #: a soak's rounds, seeds and findings (``certify --soak``, conformance/soak.py); else None
+    soak: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def counts(self) -> dict[str, int]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from typing import Any
 
 from runner_ref.ledger import DeliveryDecision, Row, State
@@ -12,6 +13,15 @@ from .control import Control, const
 
 #: how long the write-behind control keeps a receipt in memory before writing it
 WRITE_BEHIND = 5.0
+#: how many completed receipts the receipt-cap control keeps (a property machine's example
+#: replays a command with this many later rows only now and then: the soak's control);
+#: ``$NC_RECEIPT_CAP`` sets another (the engine's soak test uses 1: most examples meet it)
+RECEIPT_CAP = 10
+CAP_ENV = "NC_RECEIPT_CAP"
+
+
+def receipt_cap() -> int:
+    return int(os.environ.get(CAP_ENV) or RECEIPT_CAP)
 
 
 def _in_memory(orig: Any) -> Any:
@@ -72,6 +82,15 @@ def _write_behind(orig: Any) -> Any:
         pending = self.__dict__.setdefault("_nc_pending", set())
         pending.add(task)
         task.add_done_callback(pending.discard)
+    return complete
+
+
+def _receipt_cap(orig: Any) -> Any:
+    async def complete(self: Any, command_id: str, result_json: str) -> None:
+        await orig(self, command_id, result_json)
+        await self._db.execute(   # "housekeeping": keep the newest receipts, drop the rest
+            "DELETE FROM commands WHERE state='complete' AND rowid NOT IN "
+            "(SELECT rowid FROM commands ORDER BY rowid DESC LIMIT ?)", (receipt_cap(),))
     return complete
 
 
@@ -137,4 +156,9 @@ CONTROLS: tuple[Control, ...] = (
             "Treats a ledger it cannot write as 'no row yet' and executes the command.",
             "best-effort bookkeeping: a locked or full database silently drops the receipt",
             "runner_ref.ledger_store:LedgerStore.claim", ("INC-901",), _claim_ignoring_errors),
+    Control("receipt-cap", "dedupe",
+            f"Keeps only the newest {RECEIPT_CAP} rows: every completion deletes older complete rows.",
+            "an idempotency store capped by size, not age (an LRU of keys): a replay inside the "
+            "hour of an evicted id runs again", f"{LS}:LedgerStore.complete", ("DED-902",),
+            _receipt_cap),
 )

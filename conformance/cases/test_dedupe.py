@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from conformance.marks import case
@@ -263,3 +264,32 @@ async def test_conflict_answered_while_the_original_runs(world: Any) -> None:
     await world.hermes.effects.wait_for("turn.finished", timeout=WAIT, session_id=sid)
     n = len(prompt_effects(world, sid))
     expect(n == 1, expected="the original prompt reached Hermes once", actual=n)
+#: commands after the one replayed in DED-902: past the 256th (a compaction, protocol §4.4)
+LATER_COMMANDS = 300
+WAVE = 50
+
+
+@case("DED-902")
+async def test_receipt_survives_many_later_commands(world: Any) -> None:
+    """fails when: the ledger keeps only its newest receipts, a size cap where the protocol
+    has an age (receipt-cap)."""
+    payload = download(world, "first.txt")
+    first, out1 = await _run(world, "http", payload)
+    expect(out1.ok, expected="the download succeeds", actual=f"{out1.status} {out1.code}",
+           witness=witness(world, first.id))
+    status = {"method": "GET", "path": "/api/status", "search": ""}
+    for _ in range(LATER_COMMANDS // WAVE):
+        handles = [await world.cp.submit(world.runner_id, "http", status) for _ in range(WAVE)]
+        outs = await asyncio.gather(*(h.wait(WAIT) for h in handles))
+        bad = [o for o in outs if not o.ok]
+        expect(not bad, expected=f"{WAVE} GET /api/status commands complete",
+               actual=f"{len(bad)} did not: {bad[0].status} {bad[0].code}" if bad else "")
+    again = await world.cp.replay(world.runner_id, first.wire)
+    out2 = await again.wait(WAIT)
+    expect(out2.ok and out2.result == out1.result,
+           expected=f"the replay after {LATER_COMMANDS} later commands gets the stored reply",
+           actual=f"{out2.status} {out2.code} (same result: {out2.result == out1.result})",
+           witness=witness(world, first.id))
+    expect(reads(world, payload) == 1, expected="no second Hermes call for the replay",
+           actual=f"{reads(world, payload)} file.read effects", witness=witness(world, first.id))
+    verdict(world)

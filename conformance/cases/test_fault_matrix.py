@@ -1,17 +1,28 @@
 """FLT-001…005: the fault matrix, every cell enumerated, on the kept world (``machines.shared``:
-one world for the rows and the property families of the same options; a failed row closes it)."""
+one world for the rows and the property families of the same options; a failed row closes it).
+In a soak round (``--conformance-soak``) a row runs its cells in an order drawn from the case
+seed, so each round meets every cell after other ones."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from conformance.faults_matrix import CellFailed, cells, run_cell
+from conformance.faults_matrix import Cell, CellFailed, cells, run_cell
 from conformance.judge import attach, classify
 from conformance.machines import shared
 from conformance.marks import case, long_case
 from conformance.results import combine
 from conformance.rows.faults import ROW_OF
 from conformance.verdict import CaseFailed, Unjudged
+
+
+def _order(request: pytest.FixtureRequest, row: str) -> list[Cell]:
+    order = cells(row)
+    if request.config.getoption("conformance_soak", False):
+        random.Random(request.getfixturevalue("case_seed")).shuffle(order)
+    return order
 
 
 def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
@@ -27,7 +38,7 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
     rig = shared.borrow(runner_cmd, {})  # the kept world (one runner start-up for the rows)
     rig.new_run()
     try:
-        for cell in cells(row):
+        for cell in _order(request, row):
             try:
                 run_cell(rig, cell, replay=replay)
                 done.append(cell.id)

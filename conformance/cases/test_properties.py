@@ -6,6 +6,7 @@ family), closed when the pytest session ends; a failed family closes it."""
 from __future__ import annotations
 
 import pytest
+from hypothesis.errors import FlakyStrategyDefinition
 
 from conformance.judge import attach
 from conformance.machines import shared
@@ -13,7 +14,7 @@ from conformance.machines.families import MACHINES
 from conformance.machines.run import MachineFailed, run_machine
 from conformance.marks import case, long_case
 from conformance.rows.properties import MACHINE_OF
-from conformance.verdict import CaseFailed
+from conformance.verdict import CaseFailed, Unjudged
 
 
 def _replay(request: pytest.FixtureRequest, case_id: str, seed: int) -> str:
@@ -29,10 +30,16 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str, seed: in
         request.config._conformance_rigs_kept = True  # type: ignore[attr-defined]
         request.config.add_cleanup(shared.close_kept)
     try:
-        stats = run_machine(machine, runner_cmd, seed=seed, replay=replay, share=True)
+        stats = run_machine(machine, runner_cmd, seed=seed, replay=replay, share=True,
+                            key=case_id)
     except MachineFailed as failed:
         attach(request.node, **failed.stats)
         v = failed.violation
+        if v is None and isinstance(failed.__cause__, FlakyStrategyDefinition):
+            # the machine drew differently on the same choices (a rule's draws followed the
+            # world's timing): the harness could not judge, the runner is not at fault
+            raise Unjudged("error", f"harness: {machine.family}: {failed.__cause__}"[:600]) \
+                from None
         witness = [str(x) for x in str(failed).splitlines()]
         raise CaseFailed(f"no violation of any invariant ({machine.family})",
                          f"{v.invariant_id} violated: {v.sentence}" if v else str(failed)[:300],

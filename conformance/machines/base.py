@@ -74,6 +74,9 @@ class WorldMachine(RuleBasedStateMachine):
         rig.settle()
         found = rig.violations()
         if found:
+            if not rig.stats.first_failing_example:
+                rig.stats.first_failing_example = rig.stats.examples
+                rig.stats.first_failure_seconds = round(rig.elapsed(), 3)
             raise ViolationFound(render(found[0], seed=self.seed, replay=self.replay_cmd),
                                  found[0])
 

@@ -54,6 +54,10 @@ class Stats:
     restarts: int = 0
     server_restarts: int = 0
     seconds: float = 0.0
+    #: the example (counted from 1) whose teardown first found a violation; 0: none
+    first_failing_example: int = 0
+    #: seconds from the run's start to that teardown (a replay's "at once"); 0.0: none
+    first_failure_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -97,6 +101,9 @@ class Rig:
         """Fresh counters for a machine run on a rig kept from an earlier one (.shared)."""
         self.stats = Stats()
         self._t0 = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._t0
 
     def lap(self) -> Stats:
         """The counters with ``seconds`` up to now (a run on a kept rig that stays open)."""

@@ -2,7 +2,11 @@
 
 ``run_machine(cls, runner_cmd, seed=…)`` opens a :class:`~.rig.Rig` (one world for the whole
 run), binds it to the machine class, runs Hypothesis' state-machine runner seeded with ``seed``
-and returns the stats (examples, steps, restarts, seconds). A failure is re-raised as
+and returns the stats (examples, steps, restarts, seconds, and ``first_failing_example``: the
+number of the first example the checker failed, 1 when a saved example replayed first).
+``key`` (the case id) keys the run's examples in the example database in use
+(:mod:`conformance.hypothesis_profiles`): a failure is saved under it, and the next run with
+that key replays it before generating anything. A failure is re-raised as
 :class:`MachineFailed` carrying the violation (its witness), the seed and the replay command;
 Hypothesis has printed the shrunk steps as runnable code by then.
 """
@@ -32,7 +36,8 @@ class MachineFailed(AssertionError):
 
 
 def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
-                replay: str = "", pins: bool = True, share: bool = False) -> dict[str, Any]:
+                replay: str = "", pins: bool = True, share: bool = False,
+                key: str | None = None) -> dict[str, Any]:
     """``share``: run on the rig kept from the previous run of the same runner command and
     world options (:mod:`.shared`; kept again if this run passes) instead of a fresh world."""
     options = dict(getattr(cls, "world_options", {}) or {})
@@ -41,12 +46,14 @@ def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
     bound = type(cls.__name__, (cls,), {"rig": rig, "seed": seed, "replay_cmd": replay})
     failure: BaseException | None = None
     steps = ""
+    pinned = 0
     try:
         cls.prepare(rig)
         if pins:
             run_pins(bound)
+        pinned = rig.stats.examples  # the pins' examples: not Hypothesis' (first_failing_example)
         # @seed on the machine class is how Hypothesis seeds a state-machine run
-        run_state_machine_as_test(hyp_seed(seed)(bound), settings=machine_settings(seed))
+        run_state_machine_as_test(hyp_seed(seed)(bound), settings=machine_settings(seed, key))
     except PinFailed as exc:
         failure, steps = exc.__cause__ or exc, exc.steps
     except BaseException as exc:  # noqa: BLE001 - re-raised below with the stats
@@ -59,6 +66,8 @@ def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
         else:
             rig.close()
     stats = {"family": cls.family, "profile": current(), "seed": seed, **rig.stats.as_dict()}
+    first = stats["first_failing_example"]
+    stats["first_failing_example"] = first - pinned if first > pinned else 0
     if failure is not None:
         raise MachineFailed(f"{cls.family}: {failure}\nsteps (shrunk by Hypothesis, or the pin):\n"
                             f"{steps}\nseed: {seed}\nreplay: {replay}", violation_of(failure),

@@ -29,4 +29,8 @@ ROWS: tuple[Case, ...] = (
     # (each tagged with its case there; docs/spec-coverage-gaps.txt lists those still open).
     Case("DED-901", "MUST", "A delivery of an in-flight id with another payload MUST be answered "
          "idempotency_conflict at once, while the original is still running.", "4.3", F),
+    Case("DED-902", "MUST", "A complete row younger than one hour MUST keep its stored reply "
+         "however many commands came after it: a replay after 300 later commands (a compaction "
+         "at the 256th among them) gets the stored reply without a Hermes call.",
+         "4.4 Compaction", F),
 )

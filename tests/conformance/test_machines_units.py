@@ -45,25 +45,22 @@ def test_kill_points_the_checker_knows() -> None:
         assert how.split(":")[0] in {"see", "hold", "pause"}, point
 
 
-def test_profiles_registered_and_ci_is_the_default(tmp_path, monkeypatch) -> None:
-    hypothesis_profiles.register(tmp_path)
-    for name in hypothesis_profiles.PROFILES:
-        s = settings.get_profile(f"conformance-{name}")
-        assert s.deadline is None and s.print_blob
-    assert str(tmp_path / "hypothesis") in repr(settings.get_profile("conformance-ci").database)
+def test_machine_profiles_and_ci_is_the_default(monkeypatch) -> None:
     monkeypatch.delenv(hypothesis_profiles.ENV, raising=False)
     assert hypothesis_profiles.current() == "ci"
-    monkeypatch.setenv(hypothesis_profiles.ENV, "thorough")
-    assert hypothesis_profiles.machine_settings(1).max_examples == \
-        hypothesis_profiles.PROFILES["thorough"][0]
+    for name, (examples, steps) in hypothesis_profiles.PROFILES.items():
+        monkeypatch.setenv(hypothesis_profiles.ENV, name)
+        s = hypothesis_profiles.machine_settings(1, "PROP-002")
+        assert (s.max_examples, s.stateful_step_count) == (examples, steps)
+        # never inherited from the loaded house profile (derandomized, no database)
+        assert s.deadline is None and s.print_blob and not s.derandomize and s.database is None
     monkeypatch.setenv(hypothesis_profiles.ENV, "nonsense")
     assert hypothesis_profiles.current() == "ci"
 
 
-def test_plugin_registers_the_profiles() -> None:
-    # the plugin is loaded in this session (pytest11 / conftest): the profiles exist
-    assert settings.get_profile("conformance-ci").stateful_step_count == \
-        hypothesis_profiles.PROFILES["ci"][1]
+def test_the_house_profile_is_loaded_by_the_root_conftest() -> None:
+    assert settings.get_current_profile_name() in ("ci", "thorough")
+    assert settings.get_profile("ci").derandomize and settings.get_profile("ci").database is None
 
 
 def test_the_reported_failure_carries_its_own_violation() -> None:

@@ -87,6 +87,17 @@ async def _refusals() -> bool:
     return await _stored_state('{"error":{"message":"no","code":"x"}}') == "started"
 
 
+@probe("receipt-cap")
+async def _receipt_cap() -> bool:
+    from negative_controls.controls_ledger import RECEIPT_CAP
+    async with _Ledger() as ledger:
+        store = ledger.store
+        for i in range(RECEIPT_CAP + 1):
+            await store.claim(f"c{i}", "f", i)
+            await store.complete(f"c{i}", '{"result":1}')
+        return await store.get("c0") is None and await store.get(f"c{RECEIPT_CAP}") is not None
+
+
 @probe("write-behind-receipts")
 async def _write_behind() -> bool:
     return await _stored_state('{"result":1}') == "started"
