@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import expect
 from fake_server import Timings
@@ -38,8 +39,12 @@ STATUS = {"method": "GET", "path": "/api/status", "search": ""}
 
 
 async def _end_hold(world: Any) -> None:
-    """Answer the poll the control plane holds now (its hold ends on the manual clock)."""
-    await world.cp.poll_held(world.runner_id)
+    """Answer the poll the control plane holds now (its hold ends on the manual clock). Awaited
+    through the runner: a fault armed before this may meet a poll already on its way, so a
+    runner that dies of it is failed (``RunnerExited``, its exit code and last output), not
+    left to a wait that runs out."""
+    await world.runner.guard(world.cp.poll_held(world.runner_id, timeout=WAIT + 1),
+                             "a held poll", WAIT)
     world.cp.clock.advance(world.cp.timings.poll_hold + 0.1)
 
 
@@ -305,16 +310,41 @@ async def test_service_updating_and_stopping_lose_nothing(world: Any) -> None:
 NEXT_POLL = 10.0
 
 
+async def _first_poll(world: Any) -> Any:
+    """A poll of the runner, open (held) or answered, within :data:`NEXT_POLL` (scaled); none
+    while the runner runs: the case fails with how long the control plane has not seen it."""
+    cp = world.cp
+    try:
+        return await world.runner.guard(cp.history.wait_for(
+            lambda e: e.route == "poll" and e.runner_id == world.runner_id,
+            timeout=NEXT_POLL + 1), "a poll", NEXT_POLL)
+    except TimeoutError:
+        slot = cp.hub.slots.get(world.runner_id)
+        seen = slot.online.seen if slot is not None and slot.online is not None else None
+        quiet = f"{cp.clock.now() - seen:.1f} s" if seen is not None else "ever (no online state)"
+        expect(False, expected=f"a poll within {NEXT_POLL:.0f} s (scaled: {scaled(NEXT_POLL):.0f} "
+                               "s; §2.5 asks for the next poll within a few seconds of an "
+                               "answer, a poll hold here is 0.5 s)",
+               actual=f"no poll open and none arrived; the control plane has not seen the runner "
+                      f"for {quiet}; the runner still runs",
+               witness=excerpt(world, limit=6))
+        raise
+
+
 @case("REC-901", timings=Timings(poll_hold=0.5, redelivery=1.0))
 async def test_next_poll_follows_the_answer(world: Any) -> None:
     """With a short poll hold, four idle poll answers in a row are each followed by the next
     poll within a few seconds (bounded wait, no timing assertion).
 
     fails when: the runner backs off while idle (waits tens of seconds after an empty answer)
-    or polls only when it has work, so the control plane's 35 s watchdog takes it offline."""
+    or polls only when it has work, so the control plane's 35 s watchdog takes it offline.
+    A runner in such a back-off may have no poll out when the case begins (a kept world
+    forgets the answered polls): then none within the bound, while the runner runs and the
+    control plane last saw it that long ago, is the evidence."""
     cp = world.cp
-    answered = await cp.history.wait_for(lambda ex: ex.route == "poll" and ex.status == 200
-                                         and ex.answered, timeout=WAIT)
+    first = await _first_poll(world)
+    answered = await cp.history.wait_for(lambda e: e.seq == first.seq and e.answered,
+                                         timeout=WAIT, after_seq=first.seq - 1)
     for _ in range(4):
         prev = answered
         try:
