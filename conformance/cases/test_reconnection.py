@@ -38,14 +38,39 @@ from ._helpers_wire import excerpt
 STATUS = {"method": "GET", "path": "/api/status", "search": ""}
 
 
-async def _end_hold(world: Any) -> None:
+#: the reconnect delay after a failed poll (§2.8, §10 timings: 1 s); the bounds below are
+#: :data:`WAIT` (10 s, scaled), ten times it
+RECONNECT_DELAY = 1.0
+
+
+async def _end_hold(world: Any, since: int) -> None:
     """Answer the poll the control plane holds now (its hold ends on the manual clock). Awaited
-    through the runner: a fault armed before this may meet a poll already on its way, so a
-    runner that dies of it is failed (``RunnerExited``, its exit code and last output), not
-    left to a wait that runs out."""
-    await world.runner.guard(world.cp.poll_held(world.runner_id, timeout=WAIT + 1),
-                             "a held poll", WAIT)
+    through the runner: a fault armed (after ``since``) before this may meet a poll already on
+    its way, so a runner that dies of it is failed (``RunnerExited``, its exit code and last
+    output), and one that lives on but polls no more is failed with the failed poll as witness
+    (:func:`_expect_polling`), not left to a wait that runs out."""
+    try:
+        await world.runner.guard(world.cp.poll_held(world.runner_id, timeout=WAIT + 1),
+                                 "a held poll", WAIT)
+    except TimeoutError:
+        _expect_polling(world, since)
+        raise
     world.cp.clock.advance(world.cp.timings.poll_hold + 0.1)
+
+
+def _expect_polling(world: Any, since: int) -> None:
+    """After a wait for a poll ran out: when the runner's last poll after ``since`` is one the
+    control plane failed (an injected fault) and none came after it, the runner stopped polling
+    — fail with that poll; otherwise return (nothing to judge, the caller re-raises)."""
+    polls = [ex for ex in world.cp.history.entries
+             if ex.route == "poll" and ex.runner_id == world.runner_id and ex.seq > since]
+    if not polls or polls[-1].fault is None or not (polls[-1].answered or polls[-1].fault == "drop"):
+        return
+    last = polls[-1]
+    expect(False, expected=f"a poll again within {WAIT:.0f} s (scaled) of the failed poll "
+                           f"#{last.seq} (§2.8: reconnect after {RECONNECT_DELAY:.0f} s)",
+           actual=f"no poll since #{last.seq} ({last.fault} {last.status} {last.code or ''}); "
+                  "the runner still runs", witness=witness(world, routes=("poll",)))
 
 
 async def _reset_poll_after(world: Any, seq: int, what: str) -> Any:
@@ -64,8 +89,12 @@ async def _reset_poll_after(world: Any, seq: int, what: str) -> Any:
             world.cp.clock.advance(world.cp.timings.poll_hold + 0.1)
         return found
 
-    ok = await world.runner.guard(until(accepted_else_end_hold, "a poll answered 200"),
-                                  "a poll answered 200", WAIT + 1)
+    try:
+        ok = await world.runner.guard(until(accepted_else_end_hold, "a poll answered 200"),
+                                      "a poll answered 200", WAIT + 1)
+    except TimeoutError:
+        _expect_polling(world, seq - 1)
+        raise
     expect(ok.reset, expected=f"after {what} the next accepted poll carries x-runner-reset: 1",
            actual="reset header missing", witness=witness(world, routes=("poll",)))
     expect(world.runner.running, expected="the runner keeps running", actual=f"exited {world.runner.returncode}")
@@ -84,7 +113,7 @@ async def test_5xx_poll_then_reset_poll(world: Any) -> None:
     is fatal (exits-on-poll-error)."""
     at = mark(world)
     world.cp.faults.fail_next("poll", status=503, code="service_unavailable")
-    await _end_hold(world)
+    await _end_hold(world, at)
     failed = await wait_route(world, "poll", lambda ex: ex.status == 503, after_seq=at, answered=True)
     await _reset_poll_after(world, failed.seq, "a 503 poll")
     await _works(world)
@@ -97,7 +126,7 @@ async def test_dropped_poll_then_reset_poll(world: Any) -> None:
     idempotent GET once on a dropped keep-alive connection (accepted)."""
     at = mark(world)
     world.cp.faults.drop_next("poll", n=2)
-    await _end_hold(world)
+    await _end_hold(world, at)
     dropped = await wait_route(world, "poll", lambda ex: ex.fault == "drop", after_seq=at)
     await _reset_poll_after(world, dropped.seq, "a dropped poll")
     await _works(world)
@@ -110,7 +139,7 @@ async def test_slow_poll_answer_keeps_the_runner(world: Any) -> None:
     await world.cp.poll_held(world.runner_id)
     world.cp.faults.delay_next("poll", seconds=10.0)
     at = mark(world)
-    await _end_hold(world)
+    await _end_hold(world, at)
     await wait_route(world, "poll", after_seq=at)  # the delayed one
     due = world.cp.clock.now() + 9.0
     await until(lambda: any(t >= due for t in world.cp.clock.pending()), "the delayed poll sleeps")
@@ -252,7 +281,7 @@ async def test_malformed_poll_answer_reconnects(world: Any) -> None:
     ``epoch`` and ``commands`` (the control plane's fault answer with status 200)."""
     at = mark(world)
     world.cp.faults.fail_next("poll", status=200, code="not_a_poll_answer")
-    await _end_hold(world)
+    await _end_hold(world, at)
     bad = await wait_route(world, "poll", lambda ex: ex.fault == "fail", after_seq=at, answered=True)
     await _reset_poll_after(world, bad.seq, "a malformed poll answer")
     await _works(world)
@@ -293,7 +322,7 @@ async def test_service_updating_and_stopping_lose_nothing(world: Any) -> None:
     at = mark(world)
     world.cp.faults.fail_next("poll", status=503, code="service_updating")
     world.cp.faults.fail_next("poll", status=503, code="service_stopping")
-    await _end_hold(world)
+    await _end_hold(world, at)
     last = await wait_route(world, "poll", lambda ex: ex.code == "service_stopping", after_seq=at,
                             answered=True, timeout=15.0)
     await _reset_poll_after(world, last.seq, "503 service_updating / service_stopping")
