@@ -266,8 +266,13 @@ async def test_transport_failure_resets_the_epoch(world: Any) -> None:
     world.cp.clock.advance(world.cp.timings.poll_hold + 0.1)
     await world.runner.guard(world.cp.poll_held(world.runner_id, other_than=held, timeout=WAIT + 1),
                              "a poll after the dropped ones", WAIT)  # the dropped one, or later
-    new = await world.runner.guard(world.cp.wait_epoch_change(world.runner_id, old, timeout=WAIT + 1),
-                                   "a new epoch after the dropped poll", WAIT)
+    try:
+        new = await world.runner.guard(world.cp.wait_epoch_change(world.runner_id, old,
+                                                                  timeout=WAIT + 1),
+                                       "a new epoch after the dropped poll", WAIT)
+    except TimeoutError:
+        _expect_reset_after_drop(world)
+        raise
     await _expect_socket_closed(world, sock, ch, "the new epoch")
     at = mark(world)
     ch2, sid2 = await open_session(world)
@@ -282,6 +287,23 @@ async def test_transport_failure_resets_the_epoch(world: Any) -> None:
            expected="the obsolete gateway closed once",
            actual=f"{closes} ws.closed, {len(closed_posts)} closed events",
            witness=witness(world, ch.connection_id, routes=("poll",)))
+
+
+def _expect_reset_after_drop(world: Any) -> None:
+    """After the wait for a new epoch ran out: a poll received after the last dropped one
+    without x-runner-reset is why (the control plane holds it in the old epoch) — fail with
+    it; else return. (Two drops: a client's own retry of the first is the second.)"""
+    polls = [ex for ex in world.cp.history.entries
+             if ex.route == "poll" and ex.runner_id == world.runner_id]
+    drops = [ex.seq for ex in polls if ex.fault == "drop"]
+    plain = [ex for ex in polls if drops and ex.seq > drops[-1] and ex.fault is None
+             and not ex.reset]
+    expect(not plain, expected="the next poll after the dropped poll "
+                               f"#{drops[-1] if drops else '?'} carries x-runner-reset: 1 (a "
+                               "transport failure resets, §2.8)",
+           actual=f"poll #{plain[0].seq if plain else '?'} without reset (status "
+                  f"{plain[0].status if plain else '?'}); the epoch stays the old one",
+           witness=witness(world, routes=("poll",)))
 
 
 @case("GEN-008")
