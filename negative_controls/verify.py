@@ -119,18 +119,11 @@ def run_cases(cmd: str, ids: Iterable[str], timeout: float = SESSION_TIMEOUT) ->
 
 
 #: (control, case) pairs caught only by a harness wait running out (``timeout``), counted as
-#: caught for now, flagged: the case should prove the fault after its bound (the command was
-#: delivered, the runner alive, no admit/result → an expectation with that witness) and be
-#: ``fail``. Measured with ``python -m negative_controls.verify --why`` on 2026-12-02.
-TIMEOUT_CATCHES: frozenset[tuple[str, str]] = frozenset({
-    ("skip-admit", "WIR-007"), ("upper-case-instance", "WIR-002"),
-    ("serial-commands", "WIR-009"), ("first-command-only", "WIR-011"),
-    ("exits-on-poll-error", "REC-001"), ("exits-on-poll-error", "REC-002"),
-    ("exits-on-poll-error", "REC-008"), ("retry-after-unauthorized", "GEN-008"),
-    ("crash-on-malformed-poll", "REC-008"), ("result-lost-on-5xx", "REC-004"),
-    ("keep-channels-on-new-epoch", "GEN-007"), ("no-unbind-on-close", "TT-016"),
-    ("idle-poll-backoff", "REC-901"),
-})
+#: caught, flagged: a debt (the case should prove the fault after its bound: the command was
+#: delivered, the runner alive, no admit/result → an expectation with that witness, and be
+#: ``fail``). Empty since 2026-12-02: the 13 pairs measured then (and GEN-006/GEN-007, declared
+#: later) each fail with evidence now; a pair added here must say why it cannot.
+TIMEOUT_CATCHES: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass

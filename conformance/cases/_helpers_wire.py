@@ -215,12 +215,12 @@ class HeaderTap:
         return path.split("?", 1)[0].rsplit("/", 1)[-1]
 
 
-async def start_behind_tap(world: Any) -> HeaderTap:
-    """Start the (not yet started) runner with its serverURL pointing at a new :class:`HeaderTap`;
-    the caller leaves the tap with ``await tap.__aexit__()`` (or ``async with``)."""
+async def enter_tap(world: Any) -> HeaderTap:
+    """A new :class:`HeaderTap` in front of the control plane, entered, with the (not yet
+    started) runner's serverURL pointed at it; the caller starts the runner and leaves the tap
+    with ``await tap.__aexit__()``, so what the tap recorded is kept even when the start fails."""
     tap = HeaderTap(world.cp.url, token=world.registered.token, secrets=world.secrets)
     await tap.__aenter__()
     world.runner.config["serverURL"] = tap.url
     world.runner.write_config()
-    await world.start_runner()
     return tap

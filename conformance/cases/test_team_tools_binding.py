@@ -85,8 +85,16 @@ async def test_lease_close_unbinds_and_closes_the_listener(world: Any) -> None:
     b = await bound_lease(world)
     out = await world.cp.close_lease(b.lease)
     expect(out.ok, expected="lease.close → ok", actual=f"{out.status} {out.code}")
-    unbind = await world.hermes.effects.wait_for("unbind", timeout=10,
-                                                 session_id=b.session["runtimeId"])
+    try:
+        unbind = await world.runner.guard(world.hermes.effects.wait_for(
+            "unbind", timeout=WAIT + 1, session_id=b.session["runtimeId"]), "the plugin's unbind", WAIT)
+    except TimeoutError:
+        expect(False, expected=f"an unbind of session {b.session['runtimeId']} within {WAIT:.0f} s "
+                               "(scaled) of lease.close answered ok (the close unbinds first)",
+               actual=f"no unbind effect; the runner still runs; Hermes saw "
+                      f"{[e.kind for e in world.hermes.effects.entries][-6:]}",
+               witness=witness(world, b.lease.lease_id))
+        raise
     expect(unbind.detail.get("generation") == b.binding["generation"]
            and unbind.detail.get("removed") is True,
            expected=f"unbind of session {b.session['runtimeId']} with the bind's generation",

@@ -79,7 +79,18 @@ async def test_a_held_command_does_not_delay_another(world):
     held = await world.cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "held"})
     await pause.reached(timeout=TIMEOUT)
     try:
-        second, out = await http(world, "/api/status", profile=None)
+        second = await world.cp.submit(world.runner_id, "http",
+                                       http_payload("/api/status", profile=None))
+        try:
+            out = await world.runner.guard(second.wait(TIMEOUT + 1), "the second command's result",
+                                           TIMEOUT)
+        except TimeoutError:
+            expect(False, expected=f"the second command answered within {TIMEOUT:.0f} s (scaled) "
+                                   "while the first is held in Hermes (a status relay takes "
+                                   "milliseconds)", actual=_unanswered(world, second.id, "the "
+                                   "first still held in Hermes, the runner running"),
+                   witness=excerpt(world, second.id, limit=6))
+            raise
         expect(out.ok and not held.done(),
                expected="the second command is answered while the first is held in Hermes",
                actual=f"second: {describe(out)}; first done: {held.done()}",
@@ -89,6 +100,16 @@ async def test_a_held_command_does_not_delay_another(world):
     first = await held.wait(TIMEOUT)
     expect(first.ok, expected="the held prompt.submit completes once released",
            actual=describe(first))
+
+
+def _unanswered(world: Any, cid: str, context: str) -> str:
+    """What the history shows of a command that got no result: its deliveries, admits, results."""
+    polls = [f"#{ex.seq}" for ex in runner_exchanges(world, "poll")
+             if any(c.get("id") == cid for c in ex.commands)]
+    admits = [f"#{ex.seq}" for ex in runner_exchanges(world, "admit") if ex.command_id == cid]
+    results = [f"#{ex.seq}" for ex in runner_exchanges(world, "result") if ex.command_id == cid]
+    return (f"{cid} delivered by poll {', '.join(polls) or '(not yet)'}; admit "
+            f"{', '.join(admits) or 'none'}; result {', '.join(results) or 'none'}; {context}")
 
 
 @case("WIR-010")
@@ -135,12 +156,24 @@ async def test_a_batch_is_answered_in_full(world):
                                      http_payload("/api/status", profile=None))
                for _ in range(5)]
     clock.advance(0.5)
-    outs = await asyncio.gather(*(h.wait(TIMEOUT) for h in handles))
     answered = await world.cp.history.wait_for(
         lambda ex: ex.seq == next_poll.seq and ex.answered, timeout=TIMEOUT)
     delivered = {c.get("id") for c in answered.commands}
     expect(delivered == {h.id for h in handles}, expected="all five commands in one poll answer",
            actual=f"poll #{answered.seq} delivered {len(delivered)}")
+
+    async def outcome(h: Any) -> Any:
+        with contextlib.suppress(TimeoutError):
+            return await world.runner.guard(h.wait(TIMEOUT + 1), f"the result of {h.id}", TIMEOUT)
+        return None   # judged below, from the history: delivered, yet no result
+
+    outs = await asyncio.gather(*(outcome(h) for h in handles))
+    missing = [_unanswered(world, h.id, "the runner running") for h, o in zip(handles, outs,
+                                                                               strict=True) if o is None]
+    expect(not missing, expected=f"every command of the batch (poll #{answered.seq}) answered "
+                                 f"within {TIMEOUT:.0f} s (scaled; five status relays take "
+                                 "milliseconds)", actual=missing,
+           witness=excerpt(world, after_seq=seen, limit=12))
     expect(all(o.ok for o in outs), expected="every command of the batch answered",
            actual=[describe(o) for o in outs], witness=excerpt(world, after_seq=seen, limit=12))
 

@@ -28,6 +28,7 @@ from ._helpers_wire import (
     TIMEOUT,
     HeaderTap,
     describe,
+    enter_tap,
     event_posted,
     excerpt,
     http,
@@ -35,7 +36,6 @@ from ._helpers_wire import (
     open_session,
     refused_with,
     runner_exchanges,
-    start_behind_tap,
 )
 
 WAIT = 10.0
@@ -46,13 +46,28 @@ GATE_REFUSALS = {"runner_unauthorized", "runner_protocol_mismatch"}
 
 async def _tapped_traffic(world):
     """The runner behind a header tap does :func:`_traffic`, then stops; the tap, closed."""
-    tap = await start_behind_tap(world)
+    tap, stalled = await _tapped_traffic_or_stall(world)
+    if stalled is not None:
+        raise stalled
+    return tap
+
+
+async def _tapped_traffic_or_stall(world):
+    """:func:`_tapped_traffic`, but a wait that runs out (the runner never came online, a
+    command got no answer) is returned beside the tap, not raised: the case judges the headers
+    the tap recorded first (they may be why the control plane refused the runner)."""
+    tap = await enter_tap(world)
+    stalled = None
     try:
-        await _traffic(world)
+        try:
+            await world.start_runner()
+            await _traffic(world)
+        except TimeoutError as exc:
+            stalled = exc
         await world.runner.stop()
     finally:
         await tap.__aexit__()
-    return tap
+    return tap, stalled
 
 
 async def _traffic(world):
@@ -87,22 +102,27 @@ async def test_first_poll_carries_reset(world):
 @case("WIR-002", hermes_script="plain", start_runner=False)
 async def test_every_request_is_authenticated_and_versioned(world):
     """fails when: a request lacks ``Authorization: Bearer <token>`` or ``x-runner-protocol: 1``,
-    or its ``x-runner-instance`` is not a lower-case UUID (e.g. upper-cased)."""
-    tap = await _tapped_traffic(world)
-    routes = {tap.route_of(path) for path, _ in tap.requests}
-    expect({"poll", "admit", "result", "event"} <= routes,
-           expected="traffic on poll, admit, result and event", actual=sorted(routes))
+    or its ``x-runner-instance`` is not a lower-case UUID (e.g. upper-cased). The headers are
+    judged first, on whatever the tap recorded: a runner the control plane refuses for them
+    never comes online, which is then the consequence, not the verdict."""
+    tap, stalled = await _tapped_traffic_or_stall(world)
     bad = [f"{tap.route_of(path)}: authorization={h.get('authorization')!r} "
            f"protocol={h.get('x-runner-protocol')!r} instance={h.get('x-runner-instance')!r}"
            for path, h in tap.requests
            if h.get("authorization") != "Bearer <token>" or h.get("x-runner-protocol") != "1"
            or not LOWER_UUID.match(h.get("x-runner-instance", ""))]
     expect(not bad, expected="every request: Authorization: Bearer <token>, x-runner-protocol: 1, "
-                             "a lower-case UUID x-runner-instance", actual=bad[:5])
+                             "a lower-case UUID x-runner-instance", actual=bad[:5],
+           witness=excerpt(world, limit=5))
     refused = [ex for ex in runner_exchanges(world) if ex.code in GATE_REFUSALS]
     expect(not refused, expected="no request refused by gates 1-2",
            actual=[f"#{ex.seq} {ex.route} {ex.status} {ex.code}" for ex in refused[:5]],
            witness=excerpt(world, limit=5))
+    if stalled is not None:
+        raise stalled
+    routes = {tap.route_of(path) for path, _ in tap.requests}
+    expect({"poll", "admit", "result", "event"} <= routes,
+           expected="traffic on poll, admit, result and event", actual=sorted(routes))
 
 
 @case("WIR-003", hermes_script="plain", start_runner=False)
@@ -241,8 +261,12 @@ async def test_refused_admit_gives_no_effect(world):
     await event_posted(world, ch, sid, timeout=TIMEOUT)   # no event of the create may reach the revoked channel
     handle = await world.cp.submit_rpc(ch, "prompt.submit", {"session_id": sid, "text": "no"})
     world.cp.faults.delay_next("admit", seconds=0.25, target=handle.id)
-    admit = await world.cp.history.wait_for(
-        lambda ex: ex.route == "admit" and ex.command_id == handle.id, timeout=TIMEOUT)
+    admit = await world.runner.guard(world.cp.history.wait_for(
+        lambda ex: ex.route in ("admit", "result") and ex.command_id == handle.id,
+        timeout=TIMEOUT + 1), "the prompt.submit's admit", TIMEOUT)
+    expect(admit.route == "admit", expected="an admit asked for the prompt.submit before its result",
+           actual=f"result #{admit.seq} posted without an admit",
+           witness=excerpt(world, handle.id, sid, limit=8))
     when = world.clock.now() + 0.25
     await world.clock.wait_pending(when, timeout=TIMEOUT)
     world.cp.revoke_channel(ch)

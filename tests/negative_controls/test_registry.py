@@ -1,5 +1,6 @@
 """The table's rules: unique names, one resolvable seam per control, case IDs shaped like
-catalogue IDs and reserved in the case plan's families, every family covered."""
+catalogue IDs and reserved in the case plan's families, every family covered; and the
+self-test's: only a ``fail`` catches a control."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +10,8 @@ import pytest
 from conformance.catalogue import CATALOGUE
 from negative_controls import seams
 from negative_controls.control import FAMILIES, problems
-from negative_controls.registry import CONTROLS, MINIMUM, RegistryError, check
+from negative_controls.registry import BY_NAME, CONTROLS, MINIMUM, RegistryError, check
+from negative_controls.verify import TIMEOUT_CATCHES, Outcome, Verdict
 
 PREFIXES = {"WIR", "PERM", "SEC", "DED", "INC", "GEN", "REC", "CAN", "ISO", "CFG", "LIM", "TT",
             "PROP", "FLT", "HRM"}
@@ -50,3 +52,18 @@ def test_runner_ref_has_no_bug_switches() -> None:
     root = Path(runner_ref.__file__).parent
     for path in root.rglob("*.py"):
         assert "negative_control" not in path.read_text(encoding="utf-8"), path
+
+
+def test_only_a_fail_catches_a_control() -> None:
+    """A declared case that ends ``timeout`` or ``error`` (the harness could not judge) leaves
+    the control escaped; only ``fail`` (the runner failed with evidence) catches it."""
+    v = Verdict("skip-admit", ("WIR-006", "WIR-007", "REC-005"))
+    v.outcomes = {"WIR-006": Outcome("fail"), "WIR-007": Outcome("timeout"),
+                  "REC-005": Outcome("error")}
+    assert v.caught == ["WIR-006"]
+    assert v.escaped == ["WIR-007", "REC-005"]
+
+
+def test_timeout_catches_name_declared_cases() -> None:
+    """The flagged debt (empty now) may only name a control's own declared cases."""
+    assert all(case in BY_NAME[name].cases for name, case in TIMEOUT_CATCHES)
