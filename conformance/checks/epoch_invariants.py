@@ -11,6 +11,8 @@ Rules:
   than the newest its instance was given by a poll answer, while no command delivered to it
   under that epoch awaits a result, can only come from a runner that kept an older epoch header.
   Poll facts are ordered by when their answer went out (``at_out``), the others by ``seq``.
+  A ``carried`` fact (a delivery before the example began, not yet answered by its instance)
+  counts as a delivery: a slow runner may answer it inside the example, under its epoch.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def result_epoch(facts: Sequence[Fact]) -> Found:
         if f.kind == "poll" and f.instance and f.reason:
             given[f.instance] = f
             continue
-        if f.kind == "deliver" and f.epoch and f.command_id:
+        if f.kind in ("deliver", "carried") and f.epoch and f.command_id:
             delivered[(f.command_id, f.instance)].append(f)
             by_epoch[(f.instance, f.epoch)].append(f)
             continue

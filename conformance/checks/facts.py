@@ -27,6 +27,8 @@ KINDS: dict[str, tuple[Source, str]] = {
     "poll": ("control-plane", "a poll answered 200 (epoch = its request's epoch header, reason = "
              "the epoch the answer gave)"),
     "deliver": ("control-plane", "a poll answer carried the command (op = command kind)"),
+    "carried": ("control-plane", "a command delivered before the example began that its instance "
+                "has posted no result of (with its id) since: context, read by INV-11 only"),
     "admit": ("control-plane", "the admit of a command was answered (outcome granted|refused)"),
     "result": ("control-plane", "the runner posted a command's result (code = its error code)"),
     "event": ("control-plane", "the runner posted a channel event (op frame|closed)"),

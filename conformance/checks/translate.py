@@ -21,6 +21,10 @@ Rules:
   closes, logins, the queued prompt starting) are ``consequence`` facts and never joined.
 - An effect's ``instance`` is the runner instance that opened its socket (RPC effects), else the
   one instance whose delivery window holds it, else None.
+- ``before`` is the history that ended before the example began (a kept world's earlier cells):
+  it gives only ``carried`` facts, one per (command, instance) whose newest delivery there was
+  followed there by no result with its id from that instance. A slow runner answers such a
+  command inside the example, under its delivery's epoch (§2.2); no other invariant sees them.
 """
 
 from __future__ import annotations
@@ -323,6 +327,27 @@ def _dedupe_epochs(facts: list[Fact]) -> list[Fact]:
     return out
 
 
+def _carried(before: list[Any]) -> list[Fact]:
+    """The deliveries of ``before`` still open at its end (see the module rules)."""
+    newest: dict[tuple[str, Any], Fact] = {}
+    for ex in sorted(before, key=_causal_seq):
+        route, inst, answer = _get(ex, "route"), _get(ex, "instance"), _get(ex, "response_body")
+        if route == "poll" and _get(ex, "status") == 200 and isinstance(answer, dict):
+            for c in (x for x in answer.get("commands") or [] if isinstance(x, dict)):
+                cid = _str(c.get("id"))
+                if cid is not None:
+                    newest[(cid, inst)] = Fact(
+                        _get(ex, "seq"), "control-plane", "carried", command_id=cid,
+                        op=_str(c.get("kind")), epoch=_str(answer.get("epoch")), instance=inst,
+                        seq_out=_get(ex, "seq_out"), raw=f"history#{_get(ex, 'seq')}")
+        elif route == "result":
+            cid = _str(_dict(_get(ex, "request_body")).get("id"))
+            d = newest.get((cid or "", inst))
+            if d is not None and _get(ex, "seq") > d.at_out:
+                del newest[(cid or "", inst)]
+    return sorted(newest.values(), key=lambda f: f.seq)
+
+
 def _check_shared(groups: dict[str, list[Any]]) -> None:
     owner: dict[int, str] = {}
     for name, records in groups.items():
@@ -342,10 +367,14 @@ def _causal_seq(ex: Any) -> int:
 
 
 def translate(history: Iterable[Any] = (), lifecycle: Iterable[Any] = (),
-              effects: Iterable[Any] = (), harness: Iterable[Fact] = ()) -> list[Fact]:
-    """All logs as one fact list, ordered by seq (see the module rules for the join)."""
+              effects: Iterable[Any] = (), harness: Iterable[Fact] = (),
+              before: Iterable[Any] = ()) -> list[Fact]:
+    """All logs as one fact list, ordered by seq (see the module rules for the join and for
+    ``before``, the history that ended before the example began)."""
     hist, life, effs, steps = list(history), list(lifecycle), list(effects), list(harness)
-    _check_shared({"history": hist, "lifecycle log": life, "effect log": effs, "harness": steps})
+    old = list(before)
+    _check_shared({"history": hist + old, "lifecycle log": life, "effect log": effs,
+                   "harness": steps})
     cmds: dict[str, _Cmd] = {}
     last_fp: dict[str, str] = {}
     facts: list[Fact] = []
@@ -359,5 +388,6 @@ def translate(history: Iterable[Any] = (), lifecycle: Iterable[Any] = (),
     facts.sort(key=lambda f: f.seq)
     facts = _with_accounts(facts)
     facts += _effect_facts(effs, _windows(facts, cmds))
+    facts += _carried(old)
     facts.sort(key=lambda f: f.seq)
     return _dedupe_epochs(facts)

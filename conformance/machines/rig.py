@@ -227,11 +227,14 @@ class Rig:
         w.hermes.release_all()
 
     def facts(self) -> list[Fact]:
-        def read() -> tuple[list[Any], list[Any], list[Any]]:
+        def read() -> tuple[list[Any], list[Any], list[Any], list[Any]]:
             w = self.world
             # a long poll received before the example began but answered in it belongs to it
-            hist = [ex for ex in w.cp.history.entries
-                    if ex.seq > self.since or (ex.seq_out or 0) > self.since]
+            hist: list[Any] = []
+            before: list[Any] = []
+            for ex in w.cp.history.entries:
+                inside = ex.seq > self.since or (ex.seq_out or 0) > self.since
+                (hist if inside else before).append(ex)
             every = w.cp.lifecycle.entries
             # the epoch current when the example began, so a later poll answer in that same
             # epoch is not taken for an epoch change
@@ -239,10 +242,12 @@ class Rig:
                      and e.runner_id == w.runner_id][-1:]
             life = first + [e for e in every if e.seq > self.since]
             effs = [e for e in w.hermes.effects.entries if e.seq > self.since]
-            return hist, life, effs
+            return hist, life, effs, before
 
-        hist, life, effs = self.portal.call_sync(read)
-        return translate(hist, life, effs, list(self.harness))
+        # what earlier examples delivered and the runner has not answered yet is context: a
+        # slow runner answers it inside this example, under its delivery's epoch (INV-11)
+        hist, life, effs, before = self.portal.call_sync(read)
+        return translate(hist, life, effs, list(self.harness), before=before)
 
     def violations(self) -> list[Violation]:
         return check(self.facts()).violations

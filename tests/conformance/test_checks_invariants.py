@@ -34,6 +34,11 @@ def ep(seq: int, epoch: str) -> Fact:
     return fact(seq, "epoch", epoch=epoch)
 
 
+def carried(seq: int, cid: str = "c0", inst: str = "i1", epoch: str = "E1") -> Fact:
+    """A delivery an earlier example made that ``inst`` has not answered (a kept world)."""
+    return fact(seq, "carried", command_id=cid, instance=inst, epoch=epoch, seq_out=seq + 1)
+
+
 # (name, invariant id, facts, expected witness seqs)
 VIOLATING: list[tuple[str, str, list[Fact], list[int]]] = [
     ("two effects", "INV-1", [d(1), a(2), e(3), e(4), r(5)], [1, 3, 4]),
@@ -93,6 +98,20 @@ VIOLATING: list[tuple[str, str, list[Fact], list[int]]] = [
      [d(2, epoch="E1"), r(4, epoch="E1"),
       fact(5, "poll", instance="i1", reason="E2", seq_out=6),
       fact(8, "admit", instance="i1", epoch="E1", outcome="refused")], [5, 8]),
+    ("a carried command answered, then an id-less admit under its old epoch", "INV-11",
+     [carried(1), fact(3, "result", command_id="c0", instance="i1", epoch="E1",
+                       outcome="refused"),
+      fact(5, "poll", instance="i1", reason="E2", seq_out=6),
+      fact(8, "admit", instance="i1", epoch="E1", outcome="refused")], [5, 8]),
+    ("a header of an epoch no carried command was delivered in (the first epoch seen)", "INV-11",
+     [carried(1, epoch="E1"), fact(5, "poll", instance="i1", reason="E2", seq_out=6),
+      fact(8, "result", instance="i1", epoch="E0", outcome="refused")], [5, 8]),
+    ("a carried command of another instance does not excuse this one", "INV-11",
+     [carried(1, inst="i0"), fact(5, "poll", instance="i1", reason="E2", seq_out=6),
+      fact(8, "result", instance="i1", epoch="E1", outcome="refused")], [5, 8]),
+    ("a carried command answered under another epoch", "INV-11",
+     [carried(1, epoch="E1"), fact(5, "poll", instance="i1", reason="E2", seq_out=6),
+      fact(8, "result", command_id="c0", instance="i1", epoch="E2")], [1, 8]),
     ("event of an old epoch's channel under the new epoch", "INV-8",
      [ep(1, "E1"), d(2, connection_id="ch1", op="gateway.open"), ep(5, "E2"),
       fact(7, "event", connection_id="ch1", epoch="E2", outcome="refused")], [2, 5, 7]),
@@ -176,6 +195,11 @@ SATISFYING: list[tuple[str, list[Fact]]] = [
     ("the old epoch's open command answered after the new epoch was given",
      [d(2, epoch="E1"), fact(5, "poll", instance="i1", reason="E2", seq_out=6),
       a(7, epoch="E1"), r(8, epoch="E1", outcome="refused")]),
+    ("a command delivered before the example, answered late under its epoch (FLT-002, slow)",
+     [carried(1, epoch="E1"), ep(3, "E2"), fact(5, "poll", instance="i1", reason="E2", seq_out=6),
+      fact(7, "admit", instance="i1", epoch="E1", outcome="refused", reason="runner_epoch_changed"),
+      fact(9, "result", instance="i1", epoch="E1", outcome="refused",
+           reason="runner_epoch_changed")]),
     ("an admit sent before the answer that gave a new epoch",
      [d(2, epoch="E1"), r(3, epoch="E1"), fact(4, "poll", instance="i1", reason="E2", seq_out=9),
       fact(6, "admit", instance="i1", epoch="E1", outcome="refused")]),

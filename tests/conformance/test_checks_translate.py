@@ -228,3 +228,25 @@ def test_result_bodies_and_codes() -> None:
     assert r1.code == "runner_command_uncertain" and r2.code == "runner_error"
     assert r1.body and '"code":"runner_command_uncertain"' in r1.body
     assert r1.fingerprint == r2.fingerprint
+
+
+def test_before_gives_the_deliveries_still_open_as_carried_facts_only() -> None:
+    """An earlier example's history: c1 answered there (not carried), c2 not (carried, with its
+    delivery's epoch and instance), c3 answered by another instance only (carried for i1)."""
+    before = [poll(1, cmd("c1", "http", path=DL), cmd("c2", "http", path=DL),
+                   cmd("c3", "http", path=DL)),
+              result(3, "c1"), result(4, "c3", inst="i2"),
+              ex(5, "result", None, {"code": "runner_epoch_changed"}, status=409)]
+    hist = [poll(10, epoch="E2"),
+            ex(12, "result", None, {"code": "runner_epoch_changed"}, status=409)]
+    facts = translate(hist, before=before)
+    got = [(f.command_id, f.instance, f.epoch) for f in by_kind(facts, "carried")]
+    assert got == [("c2", "i1", "E1"), ("c3", "i1", "E1")]
+    assert not by_kind(facts, "deliver") and len(by_kind(facts, "result")) == 1
+    assert check(facts).violations == []
+    assert [v.invariant_id for v in check(translate(hist)).violations] == ["INV-11"]
+
+
+def test_before_is_on_the_shared_sequence() -> None:
+    with pytest.raises(SequenceClash):
+        translate([poll(1)], harness=[fact(2, "kill")], before=[poll(2, cmd("c1", "http"))])
