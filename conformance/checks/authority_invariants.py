@@ -5,7 +5,11 @@ Rules:
 - INV-2: an effect needs an admit of its command granted before the effect with no epoch change
   in between (an indeterminate admit before it may have been granted, so it defeats the proof).
   An epoch change does not count when a ``held`` fact shows the request was already inside
-  Hermes before it. A command delivered but never admitted is proved by its delivery.
+  Hermes before it, nor when it was the control plane's alone (a restart or watchdog between
+  the granted admit and the effect: a runner's last check before its Hermes call and a delay on
+  the way to Hermes look the same from outside, so that race is never the runner's failure);
+  it counts when a new process of the runner was given an epoch in between. A command
+  delivered but never admitted is proved by its delivery.
 - INV-3: "after" a revocation or the runner's disable is judged by the effect's seq, between the
   granted admit and the effect. A disable covers everything; the stop methods
   (``STOP_METHODS``) may still run after a revocation; a ``profiles`` revocation covers the
@@ -37,9 +41,21 @@ def admit_before(facts: Sequence[Fact]) -> Found:
     admits = by_command(facts, "admit")
     held = [f for f in facts if f.kind == "held"]
 
+    polls = [f for f in facts if f.kind == "poll" and f.instance and f.reason]
+
     def same_epoch(a: Fact, e: Fact) -> bool:
         eps = epochs_between(facts, a.at_out, e.seq)
-        return not eps or held_before([h for h in held if h.seq > a.at_out], e, eps[0].seq)
+        if not eps or held_before([h for h in held if h.seq > a.at_out], e, eps[0].seq):
+            return True
+        # the epoch changed on the control plane's side (a restart, a watchdog) after the admit
+        # was granted: the runner's check before the Hermes call cannot be told apart from an
+        # ordinary delay on the way to Hermes, so only a new process of the runner given an
+        # epoch in between (its admit cannot cover what a new process does) counts
+        return new_process(a, e) is None
+
+    def new_process(a: Fact, e: Fact) -> Fact | None:
+        return next((p for p in polls if p.instance != a.instance and a.at_out < p.at_out < e.seq),
+                    None)
 
     cands: list[Cand] = []
     for e in effects(facts):
@@ -55,7 +71,9 @@ def admit_before(facts: Sequence[Fact]) -> Found:
         if before:
             a = before[-1]
             ep = epochs_between(facts, a.at_out, e.seq)[0]
-            cands.append((e.seq, (a, ep, e), f"admit #{a.seq} was granted in an older epoch"))
+            p = new_process(a, e)
+            cands.append((e.seq, (a, ep, e) if p is None else (a, ep, p, e),
+                          f"admit #{a.seq} was granted in an older epoch"))
         elif granted:
             cands.append((e.seq, (granted[0], e), f"admit #{granted[0].seq} was granted after the effect"))
         elif any(a.determinate for a in mine):
