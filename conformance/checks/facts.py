@@ -49,6 +49,11 @@ KINDS: dict[str, tuple[Source, str]] = {
     "retire": ("harness", "receipts completed before this fact may be retired (clock +1 h)"),
 }
 
+#: the fingerprint of a result post that may answer either of two payloads of its id (a slow
+#: runner answered the first after a second was delivered): the ledger invariants do not judge it
+UNKNOWN_FP = "?"
+
+
 @dataclass(frozen=True)
 class Fact:
     """One recorded event; see ``KINDS`` for what each kind means and carries."""

@@ -4,7 +4,8 @@ restart, one payload per id (INV-1, INV-6, INV-7, INV-10), as rows of ``(id, sen
 Rules:
 - INV-1: two determinate effects joined to one command id, anchored by the command's delivery
   (or admit), are a double execution.
-- INV-6: a redelivery with the same fingerprint is answered with the body of the first answer;
+- INV-6: a redelivery with the same fingerprint is answered with the body of the first answer
+  (a result whose fingerprint the translator could not tell is not judged);
   a first answer of ``runner_command_uncertain`` proves nothing, and an ``uncertain`` answer
   after the row was retired (a ``retire`` fact in between) is allowed.
 - INV-7: a kill at one of ``STARTED_POINTS`` (or after an admit by the killed instance) means
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from .facts import Fact
+from .facts import UNKNOWN_FP, Fact
 from .proof import Cand, Found, Invariant, by_command, effects, first, uniq
 
 UNCERTAIN = "runner_command_uncertain"
@@ -59,7 +60,9 @@ def same_receipt(facts: Sequence[Fact]) -> Found:
     retires = [f.seq for f in facts if f.kind == "retire"]
     cands: list[Cand] = []
     for rs in by_command(facts, "result").values():
-        rs = [r for r in rs if r.determinate and r.body is not None]
+        # a result whose fingerprint is unknown (it may answer either of two payloads of its
+        # id, see translate) is not judged here
+        rs = [r for r in rs if r.determinate and r.body is not None and r.fingerprint != UNKNOWN_FP]
         for i, answered in enumerate(rs):
             if answered.code == UNCERTAIN:
                 continue
@@ -131,7 +134,7 @@ def fingerprint_conflict(facts: Sequence[Fact]) -> Found:
     retires = [f.seq for f in facts if f.kind == "retire"]
     cands: list[Cand] = []
     for rs in by_command(facts, "result").values():
-        rs = [r for r in rs if r.determinate and r.fingerprint is not None]
+        rs = [r for r in rs if r.determinate and r.fingerprint not in (None, UNKNOWN_FP)]
         kept = next((r for r in rs if r.code != CONFLICT), None)
         if kept is None:
             continue

@@ -33,10 +33,10 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .facts import Fact
+from .facts import UNKNOWN_FP, Fact
 
 #: effect kind → (command kind(s) it executes, how its cause must match the command).
 JOIN: dict[str, tuple[frozenset[str], str]] = {
@@ -120,7 +120,34 @@ def _command(cmd: dict[str, Any]) -> _Cmd:
 
 
 # -- history ------------------------------------------------------------------------------------
-def _exchange_facts(ex: Any, cmds: dict[str, _Cmd], last_fp: dict[str, str]) -> list[Fact]:
+@dataclass
+class _Fingerprints:
+    """Which fingerprint a result post answers. A result names only its id: it answers one of
+    the deliveries of that id not yet answered, so it is given a fingerprint only while those
+    all share one (a slow runner may answer the first payload after a second one of the same id
+    was delivered); with two in the open window it is ``UNKNOWN_FP`` (not judged). The
+    window closes when as many results as deliveries were posted."""
+
+    open: dict[str, int] = field(default_factory=dict)
+    window: dict[str, set[str]] = field(default_factory=dict)
+
+    def delivered(self, cid: str, fp: str) -> None:
+        self.open[cid] = self.open.get(cid, 0) + 1
+        self.window.setdefault(cid, set()).add(fp)
+
+    def answered(self, cid: str | None) -> str | None:
+        if cid is None or cid not in self.window:
+            return None
+        fps = self.window[cid]
+        fp = next(iter(fps)) if len(fps) == 1 else UNKNOWN_FP
+        self.open[cid] = max(0, self.open[cid] - 1)
+        if self.open[cid] == 0:
+            self.window[cid] = {fp} if fp != UNKNOWN_FP else set()
+        return fp
+
+
+def _exchange_facts(ex: Any, cmds: dict[str, _Cmd], last_fp: dict[str, str],
+                    fps: _Fingerprints) -> list[Fact]:
     route, seq, seq_out = _get(ex, "route"), _get(ex, "seq"), _get(ex, "seq_out")
     status, inst, ref = _get(ex, "status"), _get(ex, "instance"), f"history#{_get(ex, 'seq')}"
     body, answer = _get(ex, "request_body"), _get(ex, "response_body")
@@ -139,6 +166,7 @@ def _exchange_facts(ex: Any, cmds: dict[str, _Cmd], last_fp: dict[str, str]) -> 
                 continue
             cmds[cid] = cmd
             last_fp[cid] = hashlib.sha256(_canon(c).encode()).hexdigest()
+            fps.delivered(cid, last_fp[cid])
             out.append(Fact(seq, "control-plane", "deliver", command_id=cid, op=cmd.kind,
                             method=cmd.method, connection_id=cmd.connection_id,
                             lease_id=cmd.lease_id, session_id=cmd.session_id,
@@ -164,7 +192,7 @@ def _exchange_facts(ex: Any, cmds: dict[str, _Cmd], last_fp: dict[str, str]) -> 
         res = _dict(body.get("result"))
         out.append(Fact(seq, "control-plane", "result", command_id=cid, outcome=outcome,
                         reason=reason, epoch=_get(ex, "request_epoch"), code=code,
-                        body=_canon(reply), fingerprint=last_fp.get(cid or ""),
+                        body=_canon(reply), fingerprint=fps.answered(cid),
                         op=info.kind if info else None, method=info.method if info else None,
                         connection_id=info.connection_id if info else None,
                         lease_id=info.lease_id if info else None,
@@ -377,11 +405,12 @@ def translate(history: Iterable[Any] = (), lifecycle: Iterable[Any] = (),
                    "harness": steps})
     cmds: dict[str, _Cmd] = {}
     last_fp: dict[str, str] = {}
+    fps = _Fingerprints()
     facts: list[Fact] = []
     # a poll's deliveries exist when it is answered (a long poll is received long before): a
     # result's fingerprint is the one of the newest delivery answered before it
     for ex in sorted(hist, key=_causal_seq):
-        facts += _exchange_facts(ex, cmds, last_fp)
+        facts += _exchange_facts(ex, cmds, last_fp, fps)
     for entry in life:
         facts += _lifecycle_fact(entry)
     facts += steps

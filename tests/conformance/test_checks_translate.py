@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from conformance.checks import check
-from conformance.checks.facts import Fact, fact
+from conformance.checks.facts import UNKNOWN_FP, Fact, fact
+from conformance.checks.invariants import BY_ID
 from conformance.checks.translate import SequenceClash, translate
 from fake_server.history import Exchange
 from fixtures.hermes.effects import Effect
@@ -250,3 +251,29 @@ def test_before_gives_the_deliveries_still_open_as_carried_facts_only() -> None:
 def test_before_is_on_the_shared_sequence() -> None:
     with pytest.raises(SequenceClash):
         translate([poll(1)], harness=[fact(2, "kill")], before=[poll(2, cmd("c1", "http"))])
+
+
+def test_a_result_answers_a_fingerprint_only_while_the_open_deliveries_share_one() -> None:
+    """A slow runner answers the first payload after a second payload of the same id was
+    delivered: that result could answer either, so it has no fingerprint (INV-6 does not judge
+    it, and a correct idempotency_conflict after it is no "other answer"); once every delivery
+    was answered, a redelivery of one payload is judged again."""
+    a, b = cmd("c1", "http", path=DL), cmd("c1", "http", path=DL + "x")
+    hist = [poll(1, a), poll(3, b),
+            result(5, "c1", {"body": "first"}),
+            ex(7, "result", {"id": "c1", "error": {"code": "idempotency_conflict", "message": "m"}},
+               {"ok": True}),
+            poll(9, b),
+            ex(11, "result", {"id": "c1", "error": {"code": "idempotency_conflict", "message": "m"}},
+               {"ok": True})]
+    facts = translate(hist)
+    r1, r2, r3 = by_kind(facts, "result")
+    assert r1.fingerprint == r2.fingerprint == UNKNOWN_FP
+    fp_b = by_kind(facts, "deliver")[1].fingerprint
+    assert r3.fingerprint == fp_b
+    assert BY_ID["INV-6"](facts) is None
+    # with one payload the window is determinate: another answer to a redelivery is a violation
+    hist = [poll(1, a), result(3, "c1", {"body": "first"}), poll(5, a),
+            result(7, "c1", {"body": "second"})]
+    v = BY_ID["INV-6"](translate(hist))
+    assert v is not None and v.seqs == [3, 7]
