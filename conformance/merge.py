@@ -11,6 +11,8 @@ Rules:
   durations file) or whose certified runner identity differs (``--version``, file digests); a
   missing or duplicate shard; a case in two shards; a case a shard ran that was not its own; a
   union of shards that is not the selection each of them recorded.
+- A case assigned to a shard that its results do not have (the shard stopped early) is merged
+  as ``not-run``: a merged run never passes by leaving a case out.
 - The exit code is the merged verdict's (0 PASS or BASELINED, 1 FAIL, 3 INCOMPLETE), as certify's.
 """
 
@@ -25,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .results import VERDICT_BY_NAME, ResultsError, RunResults, dump
+from .catalogue import CATALOGUE
+from .results import VERDICT_BY_NAME, CaseResult, ResultsError, RunResults, dump
 from .results import load as load_results
 from .shards import fingerprint
+from .verdict import NOT_RUN
 
 #: (what differs, its value in a shard's bundle) that every shard of one run shares
 SAME: tuple[tuple[str, Callable[[Part], Any]], ...] = (
@@ -112,6 +116,22 @@ def problems(parts: list[Part]) -> Iterator[str]:
                f"({first.shard['selection']['count']} cases)")
 
 
+def unrecorded(part: Part) -> list[CaseResult]:
+    """A ``not-run`` record for each case assigned to ``part`` that its results do not have (a
+    shard stopped early: ``-x``, or a broken session), so a merged run never passes by omission."""
+    have = {c.id for c in part.results.cases}
+    out = []
+    for cid in sorted(set(part.shard["cases"]) - have):
+        row = CATALOGUE.get(cid)
+        out.append(CaseResult(
+            id=cid, level=row.level if row else "MUST", family=row.family if row else "unknown",
+            feature=row.feature if row else "core", section=row.section if row else "",
+            requirement=row.requirement if row else "", status=NOT_RUN,
+            detail=f"not-run: assigned to {part.name}, whose results.json has no record of it "
+                   "(the shard stopped early: -x, or its session broke)"))
+    return out
+
+
 def merged(parts: list[Part]) -> RunResults:
     parts = sorted(parts, key=lambda p: p.shard["index"])
     head = parts[0].results
@@ -120,7 +140,8 @@ def merged(parts: list[Part]) -> RunResults:
         started=min(p.results.started for p in parts), seed=head.seed,
         duration=max(p.results.duration for p in parts), hermes=head.hermes,
         baseline=head.baseline,
-        cases=sorted((c for p in parts for c in p.results.cases), key=lambda c: c.id),
+        cases=sorted((c for p in parts for c in [*p.results.cases, *unrecorded(p)]),
+                     key=lambda c: c.id),
         shards=[{"index": p.shard["index"], "total": p.shard["total"],
                  "cases": len(p.results.cases), "started": p.results.started,
                  "duration": p.results.duration} for p in parts])

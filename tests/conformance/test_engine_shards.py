@@ -164,3 +164,21 @@ def test_a_bad_shard_is_one_line_exit_2(runs: dict[str, Any]) -> None:
         proc = certify_proc(runs["cwd"], *COMMON, *args)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
         assert why in proc.stderr
+
+
+def test_a_case_a_shard_did_not_record_is_merged_not_run(runs: dict[str, Any], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in range(1, 5):
+        shutil.copytree(runs["cwd"] / f"s{k}", tmp_path / f"s{k}")
+    dropped: list[str] = []
+
+    def drop(d: dict[str, Any]) -> None:  # the shard stopped before its last case
+        dropped.append(d["cases"].pop()["id"])
+
+    _edit(tmp_path / "s3", drop)
+    monkeypatch.chdir(tmp_path)
+    merge.main(["s1", "s2", "s3", "s4", "--out", "merged"])
+    got = statuses(tmp_path / "merged")
+    assert got[dropped[0]] == "not-run"
+    assert {c: s for c, s in got.items() if c != dropped[0]} == {
+        c: s for c, s in statuses(runs["cwd"] / "whole").items() if c != dropped[0]}
