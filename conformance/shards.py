@@ -136,10 +136,16 @@ def for_profile(profiles: Mapping[str, Mapping[str, float]], profile: str) -> di
 
 def refreshed(text: str | None, runs: Iterable[tuple[str, Mapping[str, float]]],
               note: str) -> str:
-    """The durations file ``text`` (None: a new one) with each (profile, {case: seconds}) of
-    ``runs`` replacing that profile's map."""
+    """The durations file ``text`` (None: a new one) with the (profile, {case: seconds}) of
+    ``runs`` replacing their profiles' maps; several runs of one profile give each case the mean
+    of its durations in them (one run's figure swings with the machine's load, and with whether
+    the case got a fresh or a kept world)."""
     profiles = read_durations(text, "file") if text else {}
+    seen: dict[str, dict[str, list[float]]] = {}
     for profile, durations in runs:
-        profiles[profile] = {c: round(float(s), 3) for c, s in sorted(durations.items())}
+        for c, secs in durations.items():
+            seen.setdefault(profile, {}).setdefault(c, []).append(float(secs))
+    for profile, by_case in seen.items():
+        profiles[profile] = {c: round(sum(v) / len(v), 3) for c, v in sorted(by_case.items())}
     doc = {"about": note, "profiles": {p: profiles[p] for p in sorted(profiles)}}
     return json.dumps(doc, indent=1, sort_keys=False) + "\n"

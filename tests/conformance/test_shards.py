@@ -89,6 +89,11 @@ def test_the_shipped_durations_know_every_case_of_every_profile() -> None:
         assert ids <= set(shards.for_profile(profiles, name)), name
 
 
+def test_several_runs_of_a_profile_give_the_mean() -> None:
+    text = shards.refreshed(None, [("core", {"A": 1.0, "B": 2.0}), ("core", {"A": 3.0})], "x")
+    assert json.loads(text)["profiles"] == {"core": {"A": 2.0, "B": 2.0}}
+
+
 def test_refreshing_replaces_one_profile() -> None:
     text = shards.refreshed(None, [("core", {"GEN-001": 1.23456}), ("all", {"GEN-001": 2.0})], "x")
     again = shards.refreshed(text, [("core", {"GEN-002": 0.5})], "x")
