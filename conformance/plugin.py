@@ -10,6 +10,10 @@ Rules of this module:
 - Selection happens at collection: ``--conformance-profile`` keeps the cases whose feature the
   profile certifies, ``--conformance-cases`` keeps the IDs matching a pattern; the rest are
   deselected. A case whose feature the runner does not advertise ends *not-applicable*.
+- ``--conformance-shard K/N`` then keeps shard K's share of that selection (conformance/shards.py,
+  the same split on every worker and machine) and deselects the rest; the share and the whole
+  selection's fingerprint go into ``results.json`` ``shard`` (a worker sends its own to the
+  controller in ``workeroutput``).
 - Verdicts are computed per phase on the process that ran the case (an xdist worker or this
   one), redacted with the world's secrets, and carried to the controller on the teardown
   report (``report.conformance``); the controller collects them into ``results.json``.
@@ -200,8 +204,9 @@ class Conformance:
 
     # -- hooks -------------------------------------------------------------------------------
     def pytest_report_header(self) -> str:
-        return (f"conformance: profile {self.profile}, {len(self.catalogue)} catalogued cases, "
-                f"seed {self.seed} (replay with --conformance-seed {self.seed})")
+        shard = f", shard {self.shard}" if self.shard else ""
+        return (f"conformance: profile {self.profile}{shard}, {len(self.catalogue)} catalogued "
+                f"cases, seed {self.seed} (replay with --conformance-seed {self.seed})")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

@@ -7,9 +7,12 @@ Rules of this module (sans-IO: the split is a function of its arguments alone):
   seconds per case ID for each profile of the reference runner); a case the file does not know
   costs the mean of the selected cases it knows (pytest-split's rule), 1 s when it knows none.
 - Cases that may share a kept world (the same world key, conformance/kept_worlds.py) travel
-  together: a group is cut, in ID order, into runs of at most a quarter of a shard's fair share
-  (:data:`CHUNKS_PER_SHARD`), so a shard gets long runs of one world and the big group of plain
-  cases still spreads over every shard. A case that never shares a world is a unit of its own.
+  together: a group is cut, in ID order, into runs of at most a tenth of a shard's fair share
+  (:data:`CHUNKS_PER_SHARD`). A small group stays whole (its one world start-up serves it), the
+  big group of plain cases spreads over every shard in small runs (inside a shard the run order
+  puts a world's cases together again), and no run outweighs a long case, which is dealt first:
+  a run parallelises over the shard's workers, a long case does not. A case that never shares
+  a world, or is a long one, is a unit of its own.
 - Units are dealt longest first (pytest-split's ``least_duration``: greedy LPT) to the shard
   with the least load so far; ties go by the unit's first case ID, then the lower shard index,
   so every machine of a CI matrix computes the same split from the same selection.
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: a world group is cut into runs of at most (fair share / this) seconds
-CHUNKS_PER_SHARD = 4
+CHUNKS_PER_SHARD = 10
 #: the cost of a case when no selected case has a recorded duration
 DEFAULT_COST = 1.0
 DURATIONS = "durations.json"  # beside this module (the plugin reads it)

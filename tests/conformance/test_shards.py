@@ -58,14 +58,28 @@ def test_long_cases_are_spread_first_and_the_loads_balanced() -> None:
 
 
 def test_a_world_group_travels_in_runs() -> None:
-    keys: dict[str, str | None] = {f"GEN-{i:03d}": "plain" for i in range(40)}
+    keys: dict[str, str | None] = {f"GEN-{i:03d}": "plain" for i in range(100)}
+    keys |= {f"TT-{i:03d}": "team" for i in range(4)}
     parts = split(keys, {c: 1.0 for c in keys}, 2)
-    # cut into runs of a quarter of a fair share (5 s): each shard gets whole runs of 5
+    # the plain group is cut into runs of a tenth of a fair share (5.2 s): whole runs of 5
+    run = int(len(keys) / 2 / shards.CHUNKS_PER_SHARD)
     for part in parts:
-        assert len(part) == 20
-        nums = [int(c[4:]) for c in part]
-        runs = [nums[i:i + 5] for i in range(0, 20, 5)]
-        assert all(r == list(range(r[0], r[0] + 5)) for r in runs)
+        nums = [int(c[4:]) for c in part if c.startswith("GEN")]
+        assert len(nums) % run == 0
+        chunks = [nums[i:i + run] for i in range(0, len(nums), run)]
+        assert all(r == list(range(r[0], r[0] + run)) for r in chunks)
+    # the small team group stays in one shard: one world start-up serves it
+    assert sum(any(c.startswith("TT") for c in part) for part in parts) == 1
+
+
+def test_long_cases_go_to_different_shards_before_any_run() -> None:
+    keys: dict[str, str | None] = {f"GEN-{i:03d}": "plain" for i in range(160)}
+    keys |= {"FLT-001": None, "FLT-002": None, "PROP-003": None, "PROP-004": None}
+    durations = {c: 1.0 for c in keys} | {"FLT-001": 22.0, "FLT-002": 23.0, "PROP-003": 13.0,
+                                            "PROP-004": 16.0}
+    parts = split(keys, durations, 4)
+    assert sorted(sum(c in ("FLT-001", "FLT-002", "PROP-003", "PROP-004") for c in p)
+                  for p in parts) == [1, 1, 1, 1]
 
 
 def test_an_unknown_case_costs_the_mean_of_the_known() -> None:
