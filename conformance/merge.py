@@ -71,6 +71,12 @@ def read_part(where: str) -> Part:
     if not isinstance(results.shard, dict):
         raise MergeError(f"{where} is not a shard's bundle (its results.json has no shard: "
                          "run certify --shard K/N)")
+    shard = results.shard
+    if not (isinstance(shard.get("index"), int) and isinstance(shard.get("total"), int)
+            and isinstance(shard.get("cases"), list) and isinstance(shard.get("selection"), dict)
+            and all(isinstance(c, str) for c in shard["cases"])):
+        raise MergeError(f"{where}: malformed shard in results.json (index, total, cases, "
+                         "selection)")
     identity = None
     try:
         identity = json.loads((path.parent / "certificate.json").read_text())["runner"]

@@ -126,6 +126,10 @@ def _unsharded(d: dict[str, Any]) -> None:
     del d["shard"]
 
 
+def _malformed(d: dict[str, Any]) -> None:
+    del d["shard"]["cases"]
+
+
 @pytest.mark.parametrize("bundles, change, why", [
     (["s1", "s2", "s3"], None, "missing shard 4 of 4"),
     (["s1", "s2", "s3", "s4", "s2"], None, "duplicate shard: shard 2/4"),
@@ -135,6 +139,7 @@ def _unsharded(d: dict[str, Any]) -> None:
     (["s1", "s2", "s3", "s4"], _harness, "different runs: harness version '9.9'"),
     (["s1", "s2", "s3", "s4"], _steal, "is in two shards"),
     (["s1", "s2", "s3", "s4"], _unsharded, "is not a shard's bundle"),
+    (["s1", "s2", "s3", "s4"], _malformed, "s2: malformed shard in results.json"),
     (["s1", "nowhere"], None, "cannot read results nowhere/results.json"),
 ])
 def test_merge_refuses_what_is_not_one_run(runs: dict[str, Any], tmp_path: Path,

@@ -26,7 +26,7 @@ def certify(out: Path, *extra: str) -> tuple[int, float]:
     argv = [sys.executable, "-m", "conformance", "certify", "--profile", "core", "--seed", SEED,
             "-j", "2", "--no-progress", "--out", str(out), *extra]
     began = time.monotonic()
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode != 2, proc.stderr[-3000:]
     return proc.returncode, time.monotonic() - began
 
@@ -43,6 +43,7 @@ def causes(bundle: Path, ids: set[str]) -> list[str]:
 
 
 @pytest.mark.slow  # one core run and its four shards, one after another
+@pytest.mark.timeout(1800)  # five certify runs of core on two workers each (minutes under load)
 def test_four_shards_of_core_merged_are_one_unsharded_run(tmp_path: Path) -> None:
     whole_code, whole_wall = certify(tmp_path / "whole")
     walls = []
