@@ -2,6 +2,8 @@
 
   certify        run the suite against a runner, write the evidence bundle (docs/certification.md)
   compare        side-by-side matrix and diff of results.json files
+  merge          join the bundles of certify --shard K/N into one bundle
+  durations      refresh the durations file --shard balances by, from results.json files
   cases          the case catalogue (--markdown prints docs/conformance-cases.md, --write rewrites it)
   baseline       a baseline of the failing cases of a results.json (to adopt the suite)
   spec-coverage  MUST/SHOULD sentences of a markdown spec without case IDs
@@ -19,8 +21,10 @@ usage: python -m conformance <command> [options]
 commands:
   certify --runner-cmd "CMD … {config} …" [--profile core|team-tools|all] [--baseline FILE]
           [--cases PATTERN] [-x] [--out DIR] [-j N] [--runner-file PATH …]
-          [--hermes scripted|real[:PATH]] [--seed N]
+          [--hermes scripted|real[:PATH]] [--seed N] [--shard K/N]
   compare A/results.json B/results.json [--markdown]
+  merge DIR… [--out DIR]
+  durations RESULTS_JSON… [-o FILE]
   cases [--markdown | --write]
   baseline RESULTS_JSON [-o FILE]
   spec-coverage FILE.md
@@ -69,6 +73,38 @@ def _baseline(args: list[str]) -> int:
             fh.write(text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _durations(args: list[str]) -> int:
+    """Each results.json replaces its profile's durations (the case durations it recorded)."""
+    import argparse
+    from pathlib import Path
+
+    from .results import ResultsError, load
+    from .shards import DURATIONS, ShardError, refreshed
+
+    p = argparse.ArgumentParser(prog="python -m conformance durations")
+    p.add_argument("results", nargs="+", metavar="RESULTS_JSON")
+    p.add_argument("-o", "--output", default=str(Path(__file__).parent / DURATIONS),
+                   help="the durations file to update (default: the shipped one)")
+    ns = p.parse_args(args)
+    out = Path(ns.output)
+    try:
+        runs = [load(path) for path in ns.results]
+        text = refreshed(out.read_text(encoding="utf-8") if out.exists() else None,
+                         ((r.profile, {c.id: c.duration for c in r.cases}) for r in runs),
+                         "seconds per case ID of a certify run, per profile: what --shard K/N "
+                         "balances by (python -m conformance durations RESULTS_JSON… refreshes "
+                         "it)")
+    except (ResultsError, ShardError, OSError) as exc:
+        print(f"durations: error: {exc}", file=sys.stderr)
+        return 2
+    out.write_text(text)
+    for r in runs:
+        print(f"{r.profile}: {len(r.cases)} cases, {sum(c.duration for c in r.cases):.1f} s "
+              f"(seed {r.seed}, {r.runner_cmd})")
+    print(f"wrote {out}")
     return 0
 
 
@@ -122,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         from .compare import main as compare_main
 
         return compare_main(rest)
+    if cmd == "merge":
+        from .merge import main as merge_main
+
+        return merge_main(rest)
+    if cmd == "durations":
+        return _durations(rest)
     if cmd == "spec-coverage":
         from .spec_coverage import main as coverage_main
 

@@ -42,6 +42,8 @@ from .environment import install_line, missing
 from .plugin import DEFAULT_RUNNER_CMD, load_catalogue
 from .results import VERDICT_BY_NAME, ResultsError, RunResults
 from .results import load as load_results
+from .shards import ShardError
+from .shards import parse as parse_shard
 from .transcripts import DEFAULT as TRANSCRIPTS
 from .transcripts import POLICIES
 
@@ -50,7 +52,8 @@ python -m conformance certify --runner-cmd "CMD … {config} …" [--runner-cmd 
        [--profile core|team-tools|all] [--baseline FILE] [--cases PATTERN] [-x]
        [--out DIR] [-j N] [--runner-file PATH …] [--hermes scripted|real[:PATH]] [--seed N]
        [--transcripts failing|all|none] [--timeout-multiplier X] [--skip-unavailable]
-       [--soak DURATION] [--example-db DIR|github:OWNER/REPO[/ARTIFACT]|readonly:DIR …]"""
+       [--soak DURATION] [--example-db DIR|github:OWNER/REPO[/ARTIFACT]|readonly:DIR …]
+       [--shard K/N [--durations FILE]]"""
 
 
 class InvocationError(Exception):
@@ -100,6 +103,11 @@ def parser() -> argparse.ArgumentParser:
                    help="Hypothesis example database of the property machines: DIR, "
                         "github:OWNER/REPO[/ARTIFACT] (read-only) or readonly:DIR; repeat to "
                         "join several (default: OUT/hypothesis)")
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="run shard K of N of the selection (a CI matrix; join the bundles with "
+                        "python -m conformance merge)")
+    p.add_argument("--durations", default=None, metavar="FILE",
+                   help="the durations file --shard balances by (default: the shipped one)")
     # engine tests and third-party suites: what to collect, the catalogue, the world factory
     p.add_argument("--suite", default=None, help=argparse.SUPPRESS)
     p.add_argument("--catalogue", default=None, help=argparse.SUPPRESS)
@@ -177,6 +185,30 @@ def soak_selection(args: argparse.Namespace) -> list[str]:
         return soaked_cases(args)
     except Exception:  # noqa: BLE001 - the session itself reports an unloadable catalogue
         return []
+    check_shard(args)
+    check_environment(args)
+
+
+def check_shard(args: argparse.Namespace) -> None:
+    """``--shard K/N`` parses and N is at most the number of selected cases."""
+    if args.shard is None:
+        if args.durations is not None:
+            raise InvocationError("--durations is only read with --shard K/N")
+        return
+    try:
+        shard = parse_shard(args.shard)
+    except ShardError as exc:
+        raise InvocationError(str(exc)) from None
+    if args.durations is not None and not os.access(args.durations, os.R_OK):
+        raise InvocationError(f"--durations {args.durations} is not a readable file")
+    try:
+        catalogue = load_catalogue(args.catalogue) if args.catalogue else CATALOGUE
+    except Exception:  # noqa: BLE001 - the session itself reports an unloadable catalogue
+        return
+    count = len(catalogue.selection(args.profile, case_patterns(args.cases)))
+    if shard.total > count:
+        raise InvocationError(f"--shard {args.shard}: {shard.total} shards for {count} "
+                              "selected cases (at most one shard a case)")
 
 
 def check_environment(args: argparse.Namespace) -> None:
@@ -212,8 +244,10 @@ def default_jobs(args: argparse.Namespace, cores: int | None = None) -> int:
         catalogue = load_catalogue(args.catalogue) if args.catalogue else CATALOGUE
     except Exception:  # noqa: BLE001 - the session itself reports an unloadable catalogue
         return workers
-    selected = catalogue.selection(args.profile, case_patterns(args.cases))
-    return max(1, min(workers, len(selected) // CASES_PER_WORKER))
+    selected = len(catalogue.selection(args.profile, case_patterns(args.cases)))
+    if getattr(args, "shard", None):  # a shard runs about its share
+        selected //= parse_shard(args.shard).total
+    return max(1, min(workers, selected // CASES_PER_WORKER))
 
 
 def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> list[str]:
@@ -254,6 +288,10 @@ def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> lis
         a += ["-n", str(args.jobs), "--dist", "worksteal"]
     for f in args.runner_file:
         a += ["--runner-file", f]
+    if getattr(args, "shard", None):
+        a += ["--conformance-shard", args.shard]
+    if getattr(args, "durations", None):
+        a += ["--conformance-durations", args.durations]
     if args.catalogue:
         a += ["--conformance-catalogue", args.catalogue]
     if args.world:
@@ -302,15 +340,23 @@ def soak_one(args: argparse.Namespace, cmd: str, out: Path) -> RunResults | None
 
         dump(results, out / "results.json")
     return results
+def runner_identity(cmd: str, files: list[str]) -> dict[str, Any]:
+    """What the certificate says the runner is: its command, ``--version`` line, file digests."""
+    from .report.certificate import runner_version, sha256_files
+
+    return {"command": cmd, "version": runner_version(cmd), "files": sha256_files(files)}
 
 
 def write_bundle(results: RunResults, args: argparse.Namespace, cmd: str, out: Path) -> None:
+    write_reports(results, runner_identity(cmd, args.runner_file), out)
+
+
+def write_reports(results: RunResults, identity: dict[str, Any], out: Path) -> None:
+    """certificate.json and .md, report.html and badge.svg of ``results`` (certify, merge)."""
     from .report import render_html
     from .report.badge import certification_badge
-    from .report.certificate import certificate, certificate_md, runner_version, sha256_files
+    from .report.certificate import certificate, certificate_md
 
-    identity: dict[str, Any] = {"command": cmd, "version": runner_version(cmd),
-                                "files": sha256_files(args.runner_file)}
     date = datetime.now(UTC).isoformat(timespec="seconds")
     cert = certificate(results, identity, date)
     (out / "certificate.json").write_text(json.dumps(cert, indent=2) + "\n")

@@ -10,6 +10,10 @@ Rules of this module:
 - Selection happens at collection: ``--conformance-profile`` keeps the cases whose feature the
   profile certifies, ``--conformance-cases`` keeps the IDs matching a pattern; the rest are
   deselected. A case whose feature the runner does not advertise ends *not-applicable*.
+- ``--conformance-shard K/N`` then keeps shard K's share of that selection (conformance/shards.py,
+  the same split on every worker and machine) and deselects the rest; the share and the whole
+  selection's fingerprint go into ``results.json`` ``shard`` (a worker sends its own to the
+  controller in ``workeroutput``).
 - Verdicts are computed per phase on the process that ran the case (an xdist worker or this
   one), redacted with the world's secrets, and carried to the controller on the teardown
   report (``report.conformance``); the controller collects them into ``results.json``.
@@ -23,6 +27,8 @@ Rules of this module:
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shlex
 import sys
 from collections.abc import Generator
@@ -32,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from . import bounds, casefixtures, environment, hypothesis_profiles
+from . import bounds, casefixtures, environment, hypothesis_profiles, shards
 from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .catalogue import PROFILES, Case, Catalogue, case_patterns, matches
@@ -43,6 +49,7 @@ from .kept_worlds import KEEPABLE_WORLD, keeps_worlds, shares_world, world_key
 from .marks import ANY_HERMES, LONG, MARK, case_mark, is_long, runs_on_any_hermes
 from .results import CaseResult, RunResults, combine, dump, redact, redact_data, verdict_line
 from .run_order import case_order
+from .shards import ShardError
 from .transcripts import DEFAULT as TRANSCRIPTS
 from .transcripts import POLICIES
 from .transcripts import keep as keep_transcript
@@ -101,6 +108,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-skip-unavailable", action="store_true",
                 help="report the cases whose program is not installed as not-run "
                      "(conformance/environment.py) instead of running them")
+    g.addoption("--conformance-shard", default=None, metavar="K/N",
+                help="run shard K of N: a deterministic share of the selected cases, balanced "
+                     "by recorded durations (conformance/shards.py)")
+    g.addoption("--conformance-durations", default=None, metavar="FILE",
+                help="the durations file a --conformance-shard split balances by (default: "
+                     "the shipped conformance/durations.json)")
     parser.addini("conformance_catalogue", "catalogue as MODULE:ATTR", default=DEFAULT_CATALOGUE)
     parser.addini("conformance_world", "world factory as MODULE:ATTR", default=DEFAULT_WORLD)
 
@@ -155,6 +168,24 @@ class Conformance:
         self.records: list[CaseResult] = []
         self.started = datetime.now(UTC)
         self.is_controller = workerinput is None
+        try:
+            self.shard = shards.parse(opt.conformance_shard) if opt.conformance_shard else None
+            self.durations = self._durations(opt.conformance_durations) if self.shard else None
+        except ShardError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        #: what this shard ran, for results.json: set at collection (a worker sends its own)
+        self.shard_record: dict[str, Any] | None = None
+
+    def _durations(self, path: str | None) -> tuple[dict[str, float], str]:
+        """The durations of the run's profile and the sha256 of the file they came from."""
+        try:
+            text = Path(path or Path(__file__).with_name(shards.DURATIONS)).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ShardError(f"cannot read durations {path}: "
+                             f"{exc.strerror or type(exc).__name__}") from None
+        profiles = shards.read_durations(text, path or shards.DURATIONS)
+        return (shards.for_profile(profiles, self.profile),
+                hashlib.sha256(text.encode()).hexdigest())
 
     def case_seed(self, nodeid: str) -> int:
         return hypothesis_profiles.case_seed(self.seed, nodeid)
@@ -181,8 +212,9 @@ class Conformance:
 
     # -- hooks -------------------------------------------------------------------------------
     def pytest_report_header(self) -> str:
-        return (f"conformance: profile {self.profile}, {len(self.catalogue)} catalogued cases, "
-                f"seed {self.seed} (replay with --conformance-seed {self.seed})")
+        shard = f", shard {self.shard}" if self.shard else ""
+        return (f"conformance: profile {self.profile}{shard}, {len(self.catalogue)} catalogued "
+                f"cases, seed {self.seed} (replay with --conformance-seed {self.seed})")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -221,6 +253,9 @@ class Conformance:
                           ("section", row.section)]
             item.user_properties.extend(props)
             keep.append(item)
+        if self.shard is not None:
+            keep, elsewhere = self._take_share(keep)
+            dropped += elsewhere
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         keeping = keeps_worlds(fresh_worlds=config.getoption("conformance_fresh_worlds", False),
@@ -233,6 +268,33 @@ class Conformance:
                          strict=True):
             keep[i] = it
         items[:] = keep
+
+    def _take_share(self, items: list[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Item]]:
+        """(this shard's items, the others'): the cases of ``items`` split by
+        :func:`conformance.shards.split`, each case ID under its world key (None when it never
+        shares a world, is a long case — dealt alone, longest first — or its items disagree)."""
+        assert self.shard is not None and self.durations is not None
+        keys: dict[str, str | None] = {}
+        for item in items:
+            state = item.stash.get(STATE, None)
+            if state is not None:
+                key = None if is_long(item) else self._share_key(item)
+                keys[state.case_id] = key if keys.get(state.case_id, key) == key else None
+        mine = set(shards.split(keys, self.durations[0], self.shard.total)[self.shard.index - 1])
+        self.shard_record = {"index": self.shard.index, "total": self.shard.total,
+                             "cases": sorted(mine), "selection": shards.fingerprint(keys),
+                             "durations_sha256": self.durations[1]}
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput["conformance_shard"] = self.shard_record
+        ours = [it for it in items if STATE not in it.stash or it.stash[STATE].case_id in mine]
+        return ours, [it for it in items if STATE in it.stash and it.stash[STATE].case_id not in mine]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        record = getattr(node, "workeroutput", {}).get("conformance_shard")
+        if record is not None:
+            self.shard_record = record
 
     def unavailable(self, row: Case) -> str | None:
         """Under ``--conformance-skip-unavailable``: why ``row`` cannot run here, else None."""
@@ -351,7 +413,7 @@ class Conformance:
             started=self.started.isoformat(timespec="seconds"), seed=self.seed,
             duration=round((datetime.now(UTC) - self.started).total_seconds(), 3),
             hermes=self.config.option.hermes, baseline=self.baseline_path,
-            cases=merge(self.records))
+            cases=merge(self.records), shard=self.shard_record)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

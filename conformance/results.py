@@ -116,6 +116,10 @@ class RunResults:
     #: a soak's rounds, seeds and findings (``certify --soak``, conformance/soak.py); else None
     soak: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
+    #: a shard's bundle: ``{index, total, cases, selection, durations_sha256}`` (conformance/shards.py)
+    shard: dict[str, Any] | None = None
+    #: a merged bundle: one ``{index, total, cases, started, duration}`` per shard it joins
+    shards: list[dict[str, Any]] | None = None
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
@@ -144,6 +148,9 @@ class RunResults:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        for key in ("shard", "shards"):  # only a shard's or a merged bundle has them
+            if d[key] is None:
+                del d[key]
         d["summary"] = {
             "counts": self.counts(),
             "must": dict(zip(("passed", "total"), self.level_figures("MUST"), strict=True)),

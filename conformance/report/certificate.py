@@ -67,6 +67,8 @@ def certificate(results: RunResults, identity: dict[str, Any], date: str) -> dic
         "baselined_must": results.baselined_must(),
         "not_judged": {c.id: c.status for c in results.cases if c.id in set(results.unjudged())},
         "date": date,
+        **({"shard": f"{results.shard['index']}/{results.shard['total']}"} if results.shard else {}),
+        **({"shards": len(results.shards)} if results.shards else {}),
     }
 
 
@@ -89,6 +91,11 @@ def certificate_md(cert: dict[str, Any]) -> str:
         f"| seed | {cert['seed']} |",
         f"| date | {cert['date']} |",
     ]
+    if cert.get("shard"):
+        lines += [f"| shard | {cert['shard']}: this shard's cases only (`python -m conformance "
+                  "merge` joins the shards into the run's certificate) |"]
+    if cert.get("shards"):
+        lines += [f"| shards | merged from {cert['shards']} shards |"]
     if cert.get("baselined_must"):
         lines += ["", f"## Baselined MUST cases ({len(cert['baselined_must'])})", "",
                   "Known failures of a MUST requirement: the runner does not conform on these.",
