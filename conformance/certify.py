@@ -175,6 +175,7 @@ def check(args: argparse.Namespace) -> None:
             open_database(args.example_db)
         except DatabaseSpecError as exc:
             raise InvocationError(str(exc)) from None
+    check_shard(args)
     check_environment(args)
 
 
@@ -185,8 +186,6 @@ def soak_selection(args: argparse.Namespace) -> list[str]:
         return soaked_cases(args)
     except Exception:  # noqa: BLE001 - the session itself reports an unloadable catalogue
         return []
-    check_shard(args)
-    check_environment(args)
 
 
 def check_shard(args: argparse.Namespace) -> None:

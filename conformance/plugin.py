@@ -28,7 +28,6 @@ Rules of this module:
 from __future__ import annotations
 
 import hashlib
-import os
 import shlex
 import sys
 from collections.abc import Generator
