@@ -126,14 +126,17 @@ class _Fingerprints:
     the deliveries of that id not yet answered, so it is given a fingerprint only while those
     all share one (a slow runner may answer the first payload after a second one of the same id
     was delivered); with two in the open window it is ``UNKNOWN_FP`` (not judged). The
-    window closes when as many results as deliveries were posted."""
+    window closes when as many results as deliveries were posted (a command twice in one poll
+    batch counts once), and the next delivery opens a new one."""
 
     open: dict[str, int] = field(default_factory=dict)
     window: dict[str, set[str]] = field(default_factory=dict)
 
     def delivered(self, cid: str, fp: str) -> None:
+        if not self.open.get(cid):  # every earlier delivery answered: a new window
+            self.window[cid] = set()
         self.open[cid] = self.open.get(cid, 0) + 1
-        self.window.setdefault(cid, set()).add(fp)
+        self.window[cid].add(fp)
 
     def answered(self, cid: str | None) -> str | None:
         if cid is None or cid not in self.window:
@@ -160,13 +163,16 @@ def _exchange_facts(ex: Any, cmds: dict[str, _Cmd], last_fp: dict[str, str],
                         reason=epoch, **common))
         if epoch:
             out.append(Fact(seq_out or seq, "control-plane", "epoch", epoch=epoch, raw=ref))
+        batch: set[str] = set()
         for i, c in enumerate(x for x in answer.get("commands") or [] if isinstance(x, dict)):
             cid, cmd = _str(c.get("id")), _command(c)
             if cid is None:
                 continue
             cmds[cid] = cmd
             last_fp[cid] = hashlib.sha256(_canon(c).encode()).hexdigest()
-            fps.delivered(cid, last_fp[cid])
+            if cid not in batch:
+                fps.delivered(cid, last_fp[cid])
+                batch.add(cid)
             out.append(Fact(seq, "control-plane", "deliver", command_id=cid, op=cmd.kind,
                             method=cmd.method, connection_id=cmd.connection_id,
                             lease_id=cmd.lease_id, session_id=cmd.session_id,

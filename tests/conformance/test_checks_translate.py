@@ -272,6 +272,12 @@ def test_a_result_answers_a_fingerprint_only_while_the_open_deliveries_share_one
     fp_b = by_kind(facts, "deliver")[1].fingerprint
     assert r3.fingerprint == fp_b
     assert BY_ID["INV-6"](facts) is None
+    # a runner that answers a later payload from the ledger once the first was answered is judged
+    hist = [poll(1, a), result(3, "c1", {"body": "first"}), poll(5, b),
+            result(7, "c1", {"body": "first"})]
+    facts = translate(hist)
+    assert by_kind(facts, "result")[1].fingerprint == by_kind(facts, "deliver")[1].fingerprint
+    assert BY_ID["INV-10"](facts) is not None
     # with one payload the window is determinate: another answer to a redelivery is a violation
     hist = [poll(1, a), result(3, "c1", {"body": "first"}), poll(5, a),
             result(7, "c1", {"body": "second"})]
