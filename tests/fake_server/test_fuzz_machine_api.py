@@ -137,7 +137,9 @@ def test_machine_api_survives_bad_input(server: Server) -> None:
         assert resp.json()["epoch"] == epoch
         commands = resp.json()["commands"]
         assert [c["id"] for c in commands] == [handle.id]
-        assert commands[0]["payload"] == {"path": "/api/status", "method": "GET"}
+        # as queued, completed as upstream sends it (the profile in ``search``)
+        assert commands[0]["payload"] == {"path": "/api/status", "method": "GET",
+                                          "search": "?profile=default"}
         h = legit_headers(srv, epoch=epoch)
         base = f"/api/runner/v1/{srv.runner_id}"
         admit = client.post(f"{base}/admit", headers=h, json={"id": handle.id})
