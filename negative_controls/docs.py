@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from .control import FAMILIES, Control
@@ -71,21 +72,27 @@ def render(rows: tuple[Control, ...] = CONTROLS) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m negative_controls.docs")
+def doc_main(prog: str, path: Path, render: Callable[[], str], argv: list[str] | None = None) -> int:
+    """``--write`` rewrites the generated ``path`` from ``render()``; ``--check`` exits 1 when it
+    is stale (shared by the negative and the positive controls' docs)."""
+    p = argparse.ArgumentParser(prog=prog)
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--write", action="store_true")
     g.add_argument("--check", action="store_true")
     args = p.parse_args(argv)
     text = render()
     if args.write:
-        PATH.write_text(text, encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         return 0
-    current = PATH.read_text(encoding="utf-8") if PATH.exists() else ""
+    current = path.read_text(encoding="utf-8") if path.exists() else ""
     if current != text:
-        sys.stderr.write(f"{PATH.name} is stale: run python -m negative_controls.docs --write\n")
+        sys.stderr.write(f"{path.name} is stale: run {prog} --write\n")
         return 1
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return doc_main("python -m negative_controls.docs", PATH, render, argv)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ stale (``tests/positive_controls/test_docs.py`` does the same comparison).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+from negative_controls.docs import doc_main
 
 from .control import Control
 from .registry import CI_COMPOSITES, COMPOSITES, CONTROLS
@@ -89,20 +90,7 @@ def render(rows: tuple[Control, ...] = CONTROLS) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m positive_controls.docs")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--write", action="store_true")
-    g.add_argument("--check", action="store_true")
-    args = p.parse_args(argv)
-    text = render()
-    if args.write:
-        PATH.write_text(text, encoding="utf-8")
-        return 0
-    current = PATH.read_text(encoding="utf-8") if PATH.exists() else ""
-    if current != text:
-        sys.stderr.write(f"{PATH.name} is stale: run python -m positive_controls.docs --write\n")
-        return 1
-    return 0
+    return doc_main("python -m positive_controls.docs", PATH, render, argv)
 
 
 if __name__ == "__main__":
