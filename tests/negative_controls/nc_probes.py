@@ -21,16 +21,24 @@ from typing import Any
 PROBES: dict[str, Callable[[], bool]] = {}
 
 
-def probe(name: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
-    def register(fn: Callable[[], Any]) -> Callable[[], Any]:
-        def run() -> bool:
-            out = fn()
-            if asyncio.iscoroutine(out):
-                out = asyncio.run(out)
-            return bool(out)
-        PROBES[name] = run
-        return fn
-    return register
+def prober(table: dict[str, Callable[[], bool]]) -> Callable[[str], Callable[[Callable[[], Any]],
+                                                                          Callable[[], Any]]]:
+    """The ``@probe(name)`` decorator of ``table``: a probe (sync or async) run as ``() -> bool``
+    (shared with tests/positive_controls/pc_probes.py)."""
+    def probe(name: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+        def register(fn: Callable[[], Any]) -> Callable[[], Any]:
+            def run() -> bool:
+                out = fn()
+                if asyncio.iscoroutine(out):
+                    out = asyncio.run(out)
+                return bool(out)
+            table[name] = run
+            return fn
+        return register
+    return probe
+
+
+probe = prober(PROBES)
 
 
 async def _yield(n: int = 5) -> None:

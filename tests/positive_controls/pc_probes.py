@@ -17,19 +17,12 @@ from collections.abc import Callable
 from types import SimpleNamespace as NS
 from typing import Any
 
+from tests.negative_controls.nc_probes import prober
+
 PROBES: dict[str, Callable[[], bool]] = {}
 
 
-def probe(name: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
-    def register(fn: Callable[[], Any]) -> Callable[[], Any]:
-        def run() -> bool:
-            out = fn()
-            if asyncio.iscoroutine(out):
-                out = asyncio.run(out)
-            return bool(out)
-        PROBES[name] = run
-        return fn
-    return register
+probe = prober(PROBES)
 
 
 def _config(**extra: Any) -> dict[str, Any]:
