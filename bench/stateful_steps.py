@@ -23,7 +23,7 @@ import sys
 import time
 
 from conformance import hypothesis_profiles
-from conformance.machines import shared
+from conformance.kept_worlds import Pool
 from conformance.machines.families import MACHINES
 from conformance.machines.rig import Rig
 from conformance.machines.run import run_machine
@@ -70,14 +70,16 @@ def main() -> None:
           f"(≤ {1 / floor:.2f} restarts/s)")
     total = {"examples": 0, "steps": 0, "restarts": 0, "server_restarts": 0, "seconds": 0.0}
     t0 = time.perf_counter()
+    pool = None if args.fresh else Pool()
     for name in args.families.split(","):
-        s = run_machine(MACHINES[name], args.runner_cmd, seed=args.seed, share=not args.fresh)
+        s = run_machine(MACHINES[name], args.runner_cmd, seed=args.seed, pool=pool)
         for k in total:
             total[k] += s[k]
         print(f"{name:13} examples {s['examples']:3} steps {s['steps']:4} restarts {s['restarts']:2} "
               f"server restarts {s['server_restarts']:2}  {s['steps_per_s']:6.1f} steps/s  "
               f"{s['restarts_per_s']:5.2f} restarts/s")
-    shared.close_kept()
+    if pool is not None:
+        pool.close_rigs()
     wall = time.perf_counter() - t0
     sec = total["seconds"] or 1e-9
     print(f"all families ({args.profile}): wall {wall:.1f} s (machines {sec:.1f} s, the rest "

@@ -54,13 +54,28 @@ def case_row(request: pytest.FixtureRequest) -> Case | None:
     return state.row if state else None
 
 
+POOL = pytest.StashKey[Pool]()
+
+
+def pool_of(config: pytest.Config) -> Pool:
+    """This worker's one pool of kept worlds and rigs (:mod:`conformance.kept_worlds`), made on
+    first use; its rigs are closed when the session ends (its worlds by
+    ``conformance_kept_worlds``, which runs in the session's event loop)."""
+    pool = config.stash.get(POOL, None)
+    if pool is None:
+        fresh = bool(config.getoption("conformance_fresh_worlds", False))
+        pool = config.stash[POOL] = Pool(
+            enabled=keeps_worlds(fresh_worlds=fresh, spec=_session(config).world_spec,
+                                 hermes_mode=str(config.option.hermes)),
+            rigs=not fresh)
+        config.add_cleanup(pool.close_rigs)
+    return pool
+
+
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def conformance_kept_worlds(request: pytest.FixtureRequest) -> AsyncIterator[Pool]:
-    """This worker's kept world (:mod:`conformance.kept_worlds`), closed at the session's end."""
-    config = request.config
-    pool = Pool(enabled=keeps_worlds(
-        fresh_worlds=config.getoption("conformance_fresh_worlds", False),
-        spec=_session(config).world_spec, hermes_mode=str(config.option.hermes)))
+    """This worker's pool (:func:`pool_of`), its kept worlds closed at the session's end."""
+    pool = pool_of(request.config)
     yield pool
     await pool.close()
 
@@ -85,7 +100,7 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     open_world = load_object(spec)
     pool = conformance_kept_worlds
     if state is None or not shares or not pool.enabled:
-        await pool.close()  # a case on a fresh world runs beside nothing else of this worker
+        await pool.drain()  # worlds dropped while no loop ran
         async with open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
                               **options) as w:
             if state is not None:

@@ -25,10 +25,22 @@ Rules:
   channel the case left open is closed (``gateway.close``) before the gates are read, and the
   runner goes once round its poll loop (the held poll answered empty, the next one parked), so a
   runner still busy with the case is seen busy.
-- At most one world is kept per worker; the pool closes it at the end of the session.
+- The **one pool** of a worker (:class:`Pool`, :func:`conformance.casefixtures.pool_of`) keeps
+  both kinds: the worlds of plain cases (borrowed by the ``world`` fixture, gated above) and the
+  rigs of the property machines and the fault matrix (:mod:`conformance.machines.rig`: kept
+  after a run that passed, their server clock caught up with the wall when borrowed). At most
+  :data:`CAPACITY` are kept, keyed by :func:`world_key` (a rig's key names it a rig); the least
+  recently used is closed first. The pool closes what it keeps at the end of the session.
+- A world is kept only while the session's event loop serves it. A machine run is synchronous
+  (its rig runs in its own thread): the loop stands still meanwhile, the kept worlds' control
+  planes answer nothing and their runners may time out and reconnect. So a machine that takes a
+  rig (:meth:`Pool.freeze`) closes the kept worlds first: a later case never inherits that.
+- A case on a fresh world runs beside the worlds kept idle: each world is its own control
+  plane, Hermes, runner process and state directory, and an idle runner only holds its poll.
 - Why: a case's cost is mostly the runner's start-up (the floor the certify bench prints); about
   two thirds of the core profile are plain cases, so keeping their world saves that many
-  start-ups. A vendor who wants each case on a fresh runner passes ``--fresh-worlds``.
+  start-ups. A vendor who wants each case on a fresh runner passes ``--fresh-worlds`` (then
+  nothing is kept, neither worlds nor rigs).
 """
 
 from __future__ import annotations
@@ -212,6 +224,17 @@ def begin_case(world: Any) -> Mark:
     return mark(world)
 
 
+#: How many worlds and rigs one worker keeps at once (the least recently used is closed first):
+#: the default world, a rig, and one world of other options, so a short run of cases with
+#: other options (``hermes_script="team"``) does not cost the default world its runner.
+CAPACITY = 3
+
+
+def rig_key(runner_cmd: str, options: dict[str, Any]) -> str:
+    """A machine rig's key: never equal to a world's (:func:`world_key`)."""
+    return repr(("rig", runner_cmd, sorted((k, repr(v)) for k, v in options.items())))
+
+
 @dataclass
 class Kept:
     world: Any
@@ -219,23 +242,58 @@ class Kept:
     closer: Callable[[], Awaitable[Any]]
     cases: list[str] = field(default_factory=list)
     unsettled: bool = False  # a fresh world whose runner did not park a poll: never kept
+    #: a rig (its own Portal thread) is closed at once, without the session's event loop
+    close_now: Callable[[], None] | None = None
 
 
 @dataclass
 class Pool:
-    """The kept world of one worker (at most one)."""
+    """What one worker keeps: worlds and rigs, at most ``capacity``, least recently used first."""
 
-    enabled: bool = True
-    kept: Kept | None = None
+    enabled: bool = True  # worlds are kept (keeps_worlds)
+    rigs: bool = True  # rigs are kept (not under --fresh-worlds)
+    capacity: int = CAPACITY
+    kept: list[Kept] = field(default_factory=list)
+    closing: list[Kept] = field(default_factory=list)  # worlds to close at the next await
+
+    def take(self, key: str) -> Kept | None:
+        """Remove and return what is kept for ``key`` (no settling), or None."""
+        for i, k in enumerate(self.kept):
+            if k.key == key:
+                return self.kept.pop(i)
+        return None
+
+    def keep(self, kept: Kept) -> None:
+        """Keep ``kept`` as the most recently used; over capacity the least recently used go
+        (a rig closed at once, a world at the next await: :meth:`drain`)."""
+        self.kept.append(kept)
+        while len(self.kept) > max(1, self.capacity):
+            self._drop(self.kept.pop(0))
+
+    def freeze(self) -> None:
+        """The session's loop is about to stand still (a synchronous machine run): the kept
+        worlds will not be served, so none of them is handed on; they close at the next await."""
+        for k in [k for k in self.kept if k.close_now is None]:
+            self.kept.remove(k)
+            self._drop(k)
+
+    def _drop(self, kept: Kept) -> None:
+        if kept.close_now is not None:
+            kept.close_now()
+        else:
+            self.closing.append(kept)
+
+    async def drain(self) -> None:
+        """Close the worlds dropped while no loop ran."""
+        while self.closing:
+            await self.closing.pop(0).closer()
 
     async def borrow(self, key: str) -> Kept | None:
-        """The kept world for ``key`` (idle: its poll parked), or None; a kept world of another
-        key, or one that did not park its poll, is closed."""
-        kept, self.kept = self.kept, None
+        """The kept world for ``key`` (idle: its poll parked), or None; one that did not park
+        its poll is closed. Worlds of other keys stay kept."""
+        await self.drain()
+        kept = self.take(key)
         if kept is None:
-            return None
-        if kept.key != key:
-            await kept.closer()
             return None
         if not await self.settle(kept):
             await kept.closer()
@@ -266,12 +324,18 @@ class Pool:
         if why is not None:
             await kept.closer()
             return why
-        if self.kept is not None:
-            await self.kept.closer()
-        self.kept = kept
+        self.keep(kept)
+        await self.drain()
         return None
 
     async def close(self) -> None:
-        kept, self.kept = self.kept, None
-        if kept is not None:
-            await kept.closer()
+        while self.kept:
+            self._drop(self.kept.pop())
+        await self.drain()
+
+    def close_rigs(self) -> None:
+        """Close the kept rigs (no loop needed): the session's end when no world was kept."""
+        for k in list(self.kept):
+            if k.close_now is not None:
+                self.kept.remove(k)
+                k.close_now()

@@ -1,5 +1,6 @@
-"""FLT-001…005: the fault matrix, every cell enumerated, on the kept world (``machines.shared``:
-one world for the rows and the property families of the same options; a failed row closes it).
+"""FLT-001…005: the fault matrix, every cell enumerated, on the kept rig (the worker's pool,
+``machines.kept``: one world for the rows and the property families of the same options; a
+failed row closes it).
 In a soak round (``--conformance-soak``) a row runs its cells in an order drawn from the case
 seed, so each round meets every cell after other ones."""
 
@@ -9,9 +10,10 @@ import random
 
 import pytest
 
+from conformance.casefixtures import pool_of
 from conformance.faults_matrix import Cell, CellFailed, cells, run_cell
 from conformance.judge import attach, classify
-from conformance.machines import shared
+from conformance.machines import kept
 from conformance.marks import case, long_case
 from conformance.results import combine
 from conformance.rows.faults import ROW_OF
@@ -32,10 +34,8 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
     done: list[str] = []
     failed: list[tuple[str, str, str]] = []   # (cell, why, status): the runner's fault
     unjudged: list[tuple[str, str, str]] = []  # a cell the harness could not judge
-    if not getattr(request.config, "_conformance_rigs_kept", False):
-        request.config._conformance_rigs_kept = True  # type: ignore[attr-defined]
-        request.config.add_cleanup(shared.close_kept)
-    rig = shared.borrow(runner_cmd, {})  # the kept world (one runner start-up for the rows)
+    pool = pool_of(request.config)
+    rig = kept.borrow(pool, runner_cmd, {})  # the kept world (one runner start-up for the rows)
     rig.new_run()
     try:
         for cell in _order(request, row):
@@ -50,7 +50,7 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
                     (cell.id, f"{type(exc).__name__}: {exc}", status))
     finally:
         rig.lap()
-        shared.give_back(rig, passed=not failed and not unjudged)
+        kept.give_back(pool, rig, passed=not failed and not unjudged)
     attach(request.node, cells=len(done) + len(failed) + len(unjudged), passed=len(done),
            restarts=rig.stats.restarts, server_restarts=rig.stats.server_restarts,
            seconds=round(rig.stats.seconds, 3))

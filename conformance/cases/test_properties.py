@@ -1,15 +1,15 @@
 """PROP-001…007: one Hypothesis state machine per family over a real world, judged by the
 history checker; the run's figures are attached to the case. Families with the same world
-options run on one kept world (``machines.shared``: one runner start-up instead of one per
-family), closed when the pytest session ends; a failed family closes it."""
+options run on one kept rig (the worker's pool, ``machines.kept``: one runner start-up instead
+of one per family), closed when the pytest session ends; a failed family closes it."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis.errors import FlakyStrategyDefinition
 
+from conformance.casefixtures import pool_of
 from conformance.judge import attach
-from conformance.machines import shared
 from conformance.machines.families import MACHINES
 from conformance.machines.run import MachineFailed, run_machine
 from conformance.marks import case, long_case
@@ -26,11 +26,8 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str, seed: in
     machine = MACHINES[MACHINE_OF[case_id]]
     replay = _replay(request, case_id, seed)
     print(f"{case_id}: {machine.family}, seed {seed}; replay: {replay}")
-    if not getattr(request.config, "_conformance_rigs_kept", False):
-        request.config._conformance_rigs_kept = True  # type: ignore[attr-defined]
-        request.config.add_cleanup(shared.close_kept)
     try:
-        stats = run_machine(machine, runner_cmd, seed=seed, replay=replay, share=True,
+        stats = run_machine(machine, runner_cmd, seed=seed, replay=replay, pool=pool_of(request.config),
                             key=case_id)
     except MachineFailed as failed:
         attach(request.node, **failed.stats)

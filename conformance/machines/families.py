@@ -36,7 +36,7 @@ class Permission(WorldMachine):
 
     @classmethod
     def prepare(cls, rig: Any) -> None:
-        if races.ACCOUNT in rig.accounts:  # a kept rig (machines.shared): made by an earlier run
+        if races.ACCOUNT in rig.accounts:  # a kept rig (machines.kept): made by an earlier run
             return
         rig.call(lambda: rig.world.cp.create_account(races.ACCOUNT, PROFILES))
         rig.accounts.append(races.ACCOUNT)

@@ -3,7 +3,7 @@
 Rules:
 - One control plane, one scripted Hermes and one runner process per rig (opened by
   :meth:`Rig.open`, closed by :meth:`Rig.close`); a rig serves one machine run, or several in
-  turn when kept (:mod:`.shared`, :meth:`Rig.new_run`, :meth:`Rig.catch_up`). An example does
+  turn when kept (:mod:`.kept`, :meth:`Rig.new_run`, :meth:`Rig.catch_up`). An example does
   not restart anything it did not ask for. An example that left the runner disabled or exited
   gets a freshly registered runner (:meth:`Rig.begin`), never a fresh control plane.
 - Every example is judged on the facts recorded since it began (``since``): the control plane's
@@ -74,7 +74,7 @@ class Rig:
 
     def __init__(self, runner_cmd: str, **world_options: Any) -> None:
         self.runner_cmd = runner_cmd
-        self.options = dict(world_options)  # as given (the key of a kept rig, see .shared)
+        self.options = dict(world_options)  # as given (the key of a kept rig, see .kept)
         self.world_options = {"manual_clock": True, "hermes_script": "slow", **world_options}
         self.portal = Portal("conformance-machine")
         self.world: World
@@ -98,7 +98,7 @@ class Rig:
         self.portal.close()
 
     def new_run(self) -> None:
-        """Fresh counters for a machine run on a rig kept from an earlier one (.shared)."""
+        """Fresh counters for a machine run on a rig kept from an earlier one (.kept)."""
         self.stats = Stats()
         self._t0 = time.perf_counter()
 
@@ -164,7 +164,7 @@ class Rig:
 
     async def catch_up(self) -> None:
         """Bring the server clock up to the runner's clock after the rig sat idle (a kept rig,
-        see .shared) in steps the watchdog never sees: before each step the runner's parked
+        see .kept) in steps the watchdog never sees: before each step the runner's parked
         poll is answered and its next poll parked (so it was seen at the current clock), then
         the clock moves by at most half of ``offline_after``."""
         w = self.world

@@ -22,9 +22,9 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from ..checks import Violation
 from ..hypothesis_profiles import current, machine_settings
-from . import shared
+from ..kept_worlds import Pool
+from . import kept
 from .base import WorldMachine, violation_of
-from .rig import Rig
 
 
 class MachineFailed(AssertionError):
@@ -36,12 +36,13 @@ class MachineFailed(AssertionError):
 
 
 def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
-                replay: str = "", pins: bool = True, share: bool = False,
+                replay: str = "", pins: bool = True, pool: Pool | None = None,
                 key: str | None = None) -> dict[str, Any]:
-    """``share``: run on the rig kept from the previous run of the same runner command and
-    world options (:mod:`.shared`; kept again if this run passes) instead of a fresh world."""
+    """``pool``: run on the rig this pool kept from an earlier run of the same runner command
+    and world options (:mod:`.kept`; kept again if this run passes) instead of a fresh world
+    (``None``: a rig of its own, closed after the run)."""
     options = dict(getattr(cls, "world_options", {}) or {})
-    rig = shared.borrow(runner_cmd, options) if share else Rig(runner_cmd, **options).open()
+    rig = kept.borrow(pool, runner_cmd, options)
     rig.new_run()
     bound = type(cls.__name__, (cls,), {"rig": rig, "seed": seed, "replay_cmd": replay})
     failure: BaseException | None = None
@@ -61,10 +62,7 @@ def run_machine(cls: type[WorldMachine], runner_cmd: str, *, seed: int = 0,
         steps = "\n".join(str(n) for n in getattr(failure, "__notes__", []))
     finally:
         rig.lap()
-        if share:
-            shared.give_back(rig, passed=failure is None)
-        else:
-            rig.close()
+        kept.give_back(pool, rig, passed=failure is None)
     stats = {"family": cls.family, "profile": current(), "seed": seed, **rig.stats.as_dict()}
     first = stats["first_failing_example"]
     stats["first_failing_example"] = first - pinned if first > pinned else 0

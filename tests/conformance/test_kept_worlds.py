@@ -161,3 +161,52 @@ def test_two_plain_cases_share_one_runner_unless_told_not_to(tmp_path: Path) -> 
     assert data["LIM-003"]["world"] == "kept after LIM-001"
     fresh = _certify(tmp_path, "--fresh-worlds")
     assert {d["world"] for d in fresh.values()} == {"fresh"}
+
+
+def _entry(key: str, log: list[str], *, rig: bool = False) -> kw.Kept:
+    async def closer() -> None:
+        log.append(f"closed {key}")
+
+    return kw.Kept(object(), key, closer,
+                   close_now=(lambda: log.append(f"closed {key} at once")) if rig else None)
+
+
+async def test_the_pool_keeps_capacity_entries_least_recently_used_out_first() -> None:
+    log: list[str] = []
+    pool = kw.Pool(capacity=2)
+    pool.keep(_entry("a", log))
+    pool.keep(_entry("b", log))
+    taken = pool.take("a")
+    assert taken is not None and taken.key == "a"
+    pool.keep(taken)             # a is now the most recently used
+    pool.keep(_entry("c", log))  # over capacity: b goes, closed at the next await
+    assert [k.key for k in pool.kept] == ["a", "c"] and log == []
+    await pool.drain()
+    assert log == ["closed b"]
+    assert pool.take("b") is None
+    await pool.close()
+    assert sorted(log) == ["closed a", "closed b", "closed c"]
+
+
+async def test_a_rig_and_worlds_share_one_pool_and_freezing_drops_the_worlds() -> None:
+    """A synchronous machine run freezes the session's loop: the kept worlds are not handed on
+    after it (closed at the next await); the kept rig (its own thread) stays."""
+    log: list[str] = []
+    pool = kw.Pool()
+    pool.keep(_entry("world", log))
+    pool.keep(_entry(kw.rig_key("cmd", {}), log, rig=True))
+    assert kw.rig_key("cmd", {}) != kw.world_key("cmd", "scripted", kw.KEEPABLE_WORLD, {})
+    pool.freeze()
+    assert [k.key for k in pool.kept] == [kw.rig_key("cmd", {})]
+    assert await pool.borrow("world") is None
+    assert log == ["closed world"]
+    pool.close_rigs()
+    assert log == ["closed world", f"closed {kw.rig_key('cmd', {})} at once"] and not pool.kept
+
+
+def test_a_rig_over_capacity_is_closed_at_once() -> None:
+    log: list[str] = []
+    pool = kw.Pool(capacity=1)
+    pool.keep(_entry("r1", log, rig=True))
+    pool.keep(_entry("r2", log, rig=True))
+    assert log == ["closed r1 at once"] and [k.key for k in pool.kept] == ["r2"]

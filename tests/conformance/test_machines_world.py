@@ -84,9 +84,11 @@ def test_the_deadline_row_leaves_nothing_held() -> None:
 def test_a_kept_rig_catches_up_with_the_wall_without_the_watchdog() -> None:
     """A kept rig's server clock stood still while it was kept: catching up by minutes must not
     take the runner offline (one big ``advance`` would: the watchdog sees no poll meanwhile)."""
-    from conformance.machines import shared
+    from conformance.kept_worlds import Pool
+    from conformance.machines import kept
 
-    rig = shared.borrow(REF, {})
+    pool = Pool()
+    rig = kept.borrow(pool, REF, {})
     try:
         w = rig.world
         epoch = w.cp.epoch(w.runner_id)
@@ -97,4 +99,4 @@ def test_a_kept_rig_catches_up_with_the_wall_without_the_watchdog() -> None:
         rig.runner_offset = 0.0
     finally:
         rig.close()
-        shared.close_kept()
+        pool.close_rigs()
