@@ -20,6 +20,7 @@ from .judge import STATE, load_object
 from .kept_worlds import Kept, Pool, begin_case, keeps_worlds, shares_world, world_key
 from .results import redact
 from .verdict import CaseFailed
+from .witness import note_line
 
 
 def _session(config: pytest.Config) -> Any:
@@ -154,7 +155,8 @@ def _finish(state: Any, w: Any) -> None:
         leaks = [redact(str(x), secrets) for x in scan()]
     if leaks:
         raise CaseFailed("no secret in anything the runner printed or the harness recorded",
-                         f"{len(leaks)} secret leak(s)", leaks)
+                         f"{len(leaks)} secret leak(s)",
+                         [note_line("harness", f"leak: {leak}") for leak in leaks])
 
 
 def transcript_of(w: Any) -> list[Any]:

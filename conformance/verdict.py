@@ -3,8 +3,9 @@
 Rules of this module:
 - A failing case raises :class:`CaseFailed` (an ``AssertionError``, so plain ``assert`` keeps
   working and pytest reports it as a failure, not an error). It carries ``expected``, ``actual``
-  and ``witness``: the few wire-exchange lines that prove the verdict (redacted by the caller's
-  world; the plugin redacts once more before anything is written).
+  and ``witness``: the few wire-exchange lines that prove the verdict, in the one format of
+  :mod:`conformance.witness` (redacted by the caller's world; the plugin redacts once more
+  before anything is written).
 - :func:`expect` is the one-line form: ``expect(cond, expected=..., actual=..., witness=...)``.
 - :class:`Unjudged` ends a case the harness could not judge (``error`` / ``timeout``).
 - :func:`not_applicable` ends a case whose feature or precondition the runner does not offer;

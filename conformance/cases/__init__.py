@@ -2,16 +2,18 @@
 
 A case is a test bound to its row of :mod:`conformance.catalogue` with ``@case``; keyword
 arguments are the world's options for this case. It says expected vs actual with ``expect``
-(or raises ``CaseFailed``) and quotes the exchange that shows it::
+(or raises ``CaseFailed``) and quotes the exchange that shows it, in the one witness format of
+:mod:`conformance.witness`::
 
     from conformance.marks import case
     from conformance.verdict import expect
+    from conformance.witness import witness
 
     @case("GEN-003", hermes_script="one-prompt")
     async def test_stale_epoch_result_is_refused(world):
         ...
         expect(resp.status == 409, expected="409 runner_epoch_stale",
-               actual=f"{resp.status} {resp.body}", witness=world.transcript()[-2:])
+               actual=f"{resp.status} {resp.body}", witness=witness(world, last=2))
 
 The feature a case needs is the row's ``feature``; the plugin deselects it outside the chosen
 profile and ends it not-applicable when the runner does not advertise a wire feature.

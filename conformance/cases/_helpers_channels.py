@@ -4,8 +4,9 @@ Rules of this module:
 - Everything drives the runner through the world only (control plane, scripted Hermes, and a
   loopback TCP proxy in front of Hermes); the runner under test is a black box.
 - Waiting is always bounded (``wait_for`` with a timeout); nothing sleeps to wait for a condition.
-- Witnesses are the world's redacted transcript, cut to the lines that name the case's channel,
-  session or command, so a failure quotes the exchanges that show it.
+- Witnesses are :func:`conformance.witness.witness` lines of the world's redacted transcript,
+  cut to the items that name the case's channel, session or command, so a failure quotes the
+  exchanges that show it.
 """
 
 from __future__ import annotations
@@ -18,21 +19,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from conformance.verdict import CaseFailed
+from conformance.witness import witness
 
 WAIT = 10.0
 
 
 # -- evidence ---------------------------------------------------------------------------------
-
-def witness(world: Any, *needles: str | None, limit: int = 12) -> list[str]:
-    """The last ``limit`` transcript lines (redacted) that mention one of ``needles`` (all lines
-    without needles)."""
-    keys = [n for n in needles if n]
-    lines = [json.dumps(item, default=str, sort_keys=True)[:600] for item in world.transcript()]
-    if keys:
-        lines = [line for line in lines if any(k in line for k in keys)]
-    return lines[-limit:]
-
 
 def outcome_text(out: Any) -> str:
     if out is None:

@@ -9,11 +9,11 @@ log, or (real) Hermes' own log and our plugin's counters; never a pause point.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from conformance.verdict import CaseFailed, expect
+from conformance.witness import frame_lines
 from fake_server import Channel, Timings
 from fixtures.real_hermes import Call, Rule, Say, Script
 
@@ -115,10 +115,6 @@ def session_events(ch: Channel, sid: str, after: int = 0) -> list[dict[str, Any]
     return [e for e in ch.events[after:] if e.get("session_id") == sid]
 
 
-def brief(events: list[dict[str, Any]]) -> list[str]:
-    return [f"{e.get('type')} {json.dumps(e.get('payload'), default=str)[:160]}" for e in events]
-
-
 async def wait_event(ch: Channel, type_: str, sid: str, after: int,
                      timeout: float = TURN_TIMEOUT) -> tuple[dict[str, Any], int]:
     """The first event ``type_`` of session ``sid`` at index >= ``after`` (and its index)."""
@@ -130,7 +126,7 @@ async def wait_event(ch: Channel, type_: str, sid: str, after: int,
         except TimeoutError:
             raise CaseFailed(f"a {type_} event of session {sid} on the channel",
                              f"none within {timeout:.0f} s",
-                             brief(session_events(ch, sid, after))[-12:]) from None
+                             frame_lines(session_events(ch, sid, after)[-12:])) from None
         idx = next(k for k in range(i, len(ch.events)) if ch.events[k] is ev)
         if ev.get("session_id") == sid:
             return ev, idx

@@ -8,6 +8,8 @@ Rules of this module:
 - Every wait is bounded; nothing sleeps.
 - Every secret a helper learns (a lease token, a second runner's token) is added to the world's
   secrets, so transcripts and reports redact it and leak scans look for it.
+- Witness lines come from :mod:`conformance.witness` (``lines_of(world, exchanges)`` for the
+  exchanges a case holds, ``output_lines`` for a runner's stderr).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from fake_server import Channel, ControlPlane, Lease, Timings
 
 from ..adapter import RunnerUnderTest
 from ..verdict import CaseFailed
+from ..witness import lines_of, output_lines
 
 EXIT_TIMEOUT = 15.0
 #: an ``http`` payload every Hermes answers at once (its status page)
@@ -50,12 +53,6 @@ def world_exchanges(world: Any) -> list[Any]:
     return [ex for ex in world.cp.history if ex.runner_id == world.runner_id]
 
 
-def brief(ex: Any) -> str:
-    """One redaction-safe line for an exchange (no bodies)."""
-    return (f"#{ex.seq} {ex.method} {ex.route} instance={ex.instance} reset={ex.reset} "
-            f"-> {ex.status} {ex.code or ''}").rstrip()
-
-
 async def exit_code(runner: RunnerUnderTest, what: str, timeout: float = EXIT_TIMEOUT) -> int:
     """The exit code of the runner's current run; a :class:`CaseFailed` if it keeps running."""
     try:
@@ -63,7 +60,8 @@ async def exit_code(runner: RunnerUnderTest, what: str, timeout: float = EXIT_TI
     except TimeoutError:
         await runner.kill()
         raise CaseFailed(f"the runner exits ({what})",
-                         f"still running after {timeout}s", runner.stderr_text().splitlines()[-5:]) from None
+                         f"still running after {timeout}s",
+                         output_lines(runner.stderr_text(), last=5)) from None
 
 
 def output_holds(runner: RunnerUnderTest, values: Sequence[str]) -> list[str]:
@@ -294,8 +292,8 @@ def tool_relays(world: Any, lease: Lease, call_id: str | None = None) -> list[An
 
 
 def relay_lines(world: Any, lease: Lease) -> list[str]:
-    return [f"#{ex.seq} tool callId={ex.call_id} -> {ex.status} {ex.code or ''}"
-            for ex in tool_relays(world, lease)]
+    """The witness lines of the lease's tool relays (:func:`tool_relays`)."""
+    return lines_of(world, tool_relays(world, lease))
 
 
 async def refuses_connection(host: str, port: int, timeout: float = 5.0) -> bool:

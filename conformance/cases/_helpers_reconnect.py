@@ -15,8 +15,9 @@ from typing import Any
 
 from conformance.bounds import scaled
 from conformance.verdict import expect
+from conformance.witness import witness
 
-from ._helpers_state import WAIT, until, witness
+from ._helpers_state import WAIT, until
 
 STATUS = {"method": "GET", "path": "/api/status", "search": ""}
 
@@ -53,7 +54,7 @@ def expect_polling(world: Any, since: int) -> None:
     expect(False, expected=f"a poll again within {WAIT:.0f} s (scaled) of the failed poll "
                            f"#{last.seq} (§2.8: reconnect after {RECONNECT_DELAY:.0f} s)",
            actual=f"no poll since #{last.seq} ({last.fault} {last.status} {last.code or ''}); "
-                  "the runner still runs", witness=witness(world, routes=("poll",)))
+                  "the runner still runs", witness=witness(world, routes=("poll",), effects=True))
 
 
 async def reset_poll_after(world: Any, seq: int, what: str) -> Any:
@@ -80,7 +81,7 @@ async def reset_poll_after(world: Any, seq: int, what: str) -> Any:
         expect_polling(world, seq - 1)
         raise
     expect(ok.reset, expected=f"after {what} the next accepted poll carries x-runner-reset: 1",
-           actual="reset header missing", witness=witness(world, routes=("poll",)))
+           actual="reset header missing", witness=witness(world, routes=("poll",), effects=True))
     expect(world.runner.running, expected="the runner keeps running", actual=f"exited {world.runner.returncode}")
     return ok
 
@@ -88,4 +89,4 @@ async def reset_poll_after(world: Any, seq: int, what: str) -> Any:
 async def works(world: Any) -> None:
     out = await world.cp.command(world.runner_id, "http", STATUS)
     expect(out.ok, expected="a command after the reconnect works", actual=f"{out.status} {out.code}",
-           witness=witness(world, routes=("poll", "admit", "result")))
+           witness=witness(world, routes=("poll", "admit", "result"), effects=True))

@@ -10,25 +10,26 @@ Rules:
 - Verdicts of at-most-once, receipts-survive and started-never-rerun go through the history
   checker (``conformance.checks``) with the harness facts (kill, start) recorded on the world's
   shared sequence.
+- Witness lines come from :mod:`conformance.witness`; the state cases quote the items naming
+  their command (or route) plus every Hermes effect (``witness(world, cid, effects=True)``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import os
 import signal
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from ..checks import check
 from ..checks.facts import Fact, fact
-from ..checks.render import fact_line
 from ..checks.translate import translate
 from ..verdict import CaseFailed
+from ..witness import lines_of, witness
 
 WAIT = 10.0
 UNCERTAIN = "runner_command_uncertain"
@@ -119,29 +120,6 @@ def instance_now(world: Any) -> str | None:
     return None
 
 
-# -- witnesses -----------------------------------------------------------------------------------
-def line(item: dict[str, Any]) -> str:
-    if item.get("type") == "effect":
-        return f"#{item.get('seq')} hermes {item.get('kind')} {json.dumps(item.get('detail'), default=str)[:160]}"
-    body = item.get("request_body")
-    text = json.dumps(body, default=str)[:200] if body is not None else ""
-    reset = " reset" if item.get("reset") else ""
-    return (f"#{item.get('seq')} {item.get('method')} {item.get('route')}{reset} → {item.get('status')} "
-            f"{item.get('code') or ''} {text}").rstrip()
-
-
-def witness(world: Any, *ids: str, routes: Iterable[str] = (), last: int = 12) -> list[str]:
-    """Redacted transcript lines naming one of ``ids`` (any command id text) or of ``routes``,
-    plus every effect; the last ``last`` of them."""
-    keep = set(routes)
-    out = []
-    for item in world.transcript():
-        blob = json.dumps(item, default=str)
-        if item["type"] == "effect" or item.get("route") in keep or any(i in blob for i in ids):
-            out.append(line(item))
-    return out[-last:]
-
-
 # -- the history checker -------------------------------------------------------------------------
 class Harness:
     """The harness steps of one case as checker facts, each on the world's shared sequence."""
@@ -180,7 +158,7 @@ def verdict(world: Any, harness: Harness | None = None,
     for v in report.violations:
         if v.invariant_id in invariants:
             raise CaseFailed(f"{v.invariant_id}: {v.sentence}", v.note or "violated",
-                             [world.redact(fact_line(f)) for f in v.witness])
+                             lines_of(world, v.witness))
 
 
 # -- instruments ---------------------------------------------------------------------------------
@@ -206,7 +184,7 @@ def kill_on_effect(world: Any, kind: str, pred: Callable[[Any], bool] = lambda e
 
 __all__ = ["CONFLICT", "NOT_ADMITTED", "UNCERTAIN", "Harness", "admits_of", "body_bytes",
            "download", "error_code", "instance_now", "kill_on_effect", "polls_after", "reads",
-           "lease_session", "reply_of", "results_of", "verdict", "wait_result", "wait_route", "witness"]
+           "lease_session", "reply_of", "results_of", "verdict", "wait_result", "wait_route"]
 
 
 # -- gateway -------------------------------------------------------------------------------------
@@ -216,7 +194,8 @@ async def open_session(world: Any, profile: str = "default") -> tuple[Any, str]:
     out = await world.cp.rpc(ch, "session.create", {"profile": profile})
     if not out.ok or not isinstance(out.result, dict) or "session_id" not in out.result:
         raise CaseFailed("session.create through the runner answers a session_id",
-                         f"{out.status} {out.code} {out.result}", witness(world, ch.connection_id))
+                         f"{out.status} {out.code} {out.result}",
+                         witness(world, ch.connection_id, effects=True))
     ch.stored_ids = {**getattr(ch, "stored_ids", {}), out.result["session_id"]: out.result.get("stored_session_id")}
     return ch, str(out.result["session_id"])
 

@@ -3,8 +3,8 @@
 Rules:
 - Everything here drives the runner only through the world (control plane, scripted Hermes):
   nothing imports the runner under test.
-- Witness lines are the world's redacted transcript, one compact JSON line per exchange/effect,
-  cut to what names the command (or connection) the verdict is about.
+- Witness lines are :func:`conformance.witness.witness` lines of the world's redacted
+  transcript, cut to what names the command (or connection) the verdict is about.
 - Waits are bounded (``TIMEOUT``); nothing sleeps.
 """
 
@@ -20,30 +20,6 @@ from urllib.parse import urlencode
 TIMEOUT = 10.0
 #: A UUID in lower case, grouped 8-4-4-4-12 (stricter than gate 2's ``[0-9a-f-]{36}``).
 LOWER_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_KEEP = ("seq", "seq_out", "route", "status", "code", "instance", "request_epoch", "reset",
-         "request_body", "response_body", "fault", "kind", "session_id", "detail")
-
-
-def line(item: dict[str, Any], width: int = 400) -> str:
-    """One transcript item as one compact JSON line (the fields a reader needs)."""
-    slim = {k: item[k] for k in _KEEP if item.get(k) not in (None, {}, [])}
-    slim["type"] = item.get("type")
-    text = json.dumps(slim, default=str, sort_keys=False, separators=(",", ":"))
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def excerpt(world: Any, *names: str | None, after_seq: int = 0, limit: int = 14) -> list[str]:
-    """Redacted transcript lines after ``after_seq`` that mention one of ``names`` (all lines
-    when no name is given), newest ``limit`` kept."""
-    wanted = [n for n in names if n]
-    out = []
-    for item in world.transcript():
-        if (item.get("seq") or 0) <= after_seq:
-            continue
-        blob = json.dumps(item, default=str)
-        if not wanted or any(n in blob for n in wanted):
-            out.append(line(item))
-    return out[-limit:]
 
 
 def runner_exchanges(world: Any, route: str | None = None) -> list[Any]:

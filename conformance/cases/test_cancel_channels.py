@@ -11,6 +11,7 @@ from typing import Any
 from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
+from conformance.witness import witness
 
 from ._helpers_channels import (
     WAIT,
@@ -26,7 +27,6 @@ from ._helpers_channels import (
     prompt,
     socket_of,
     start_behind_proxy,
-    witness,
     ws_closed,
 )
 from ._helpers_state import prompt_effects

@@ -8,6 +8,7 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
+from conformance.witness import witness
 
 from ._helpers_channels import (
     WAIT,
@@ -18,7 +19,6 @@ from ._helpers_channels import (
     new_session,
     one_batch,
     stored_id,
-    witness,
 )
 
 

@@ -18,10 +18,10 @@ from typing import Any
 from conformance.marks import case
 from conformance.process import Process, scrubbed_env
 from conformance.verdict import CaseFailed, expect
+from conformance.witness import lines_of, output_lines
 
 from ._helpers_process import (
     EXIT_TIMEOUT,
-    brief,
     config_values,
     exit_code,
     lan_control_plane,
@@ -39,11 +39,11 @@ async def refused_at_startup(world: Any, patch: Callable[[dict[str, Any]], None]
     runner.write_config()
     await runner.start()
     code = await exit_code(runner, name)
-    stderr = runner.stderr_text().splitlines()[-3:]
+    stderr = output_lines(runner.stderr_text(), last=3)
     expect(code == 1, expected=f"{name}: exit code 1", actual=f"exit code {code}", witness=stderr)
     sent = world_exchanges(world)
     expect(not sent, expected=f"{name}: no request to the control plane",
-           actual=f"{len(sent)} request(s)", witness=[brief(ex) for ex in sent[:5]])
+           actual=f"{len(sent)} request(s)", witness=lines_of(world, sent[:5]))
     echoed = output_holds(runner, config_values(runner.config))
     expect(not echoed, expected=f"{name}: no value of the file in the output",
            actual=f"echoed {echoed}", witness=stderr)
@@ -64,12 +64,12 @@ async def test_mode_0600_runs_and_0644_is_refused(world: Any) -> None:
     expect("600" in err, expected="a message naming chmod 600", actual=err.strip()[-300:] or "no output")
     sent = world_exchanges(world)
     expect(not sent, expected="mode 0644: no request", actual=f"{len(sent)} request(s)",
-           witness=[brief(ex) for ex in sent[:5]])
+           witness=lines_of(world, sent[:5]))
     path.chmod(0o600)
     await world.start_runner()
     code = await runner.terminate(15)
     expect(code == 0, expected="mode 0600: online, then SIGTERM → exit code 0", actual=code,
-           witness=runner.stderr_text().splitlines()[-3:])
+           witness=output_lines(runner.stderr_text(), last=3))
     leaked = output_holds(runner, [runner.config["token"]])
     expect(not leaked, expected="no token in the output", actual="the token was printed")
 
@@ -103,7 +103,7 @@ async def test_nine_bad_files_are_refused_without_echo(world: Any) -> None:
         await asyncio.gather(*(r.start() for _, r in runners))
         codes = await asyncio.gather(*(exit_code(r, name) for name, r in runners))
         for (name, r), code in zip(runners, codes, strict=True):
-            stderr = r.stderr_text().splitlines()[-3:]
+            stderr = output_lines(r.stderr_text(), last=3)
             expect(code == 1, expected=f"{name}: exit code 1", actual=f"exit code {code}",
                    witness=stderr)
             echoed = output_holds(r, config_values(r.config))
@@ -113,7 +113,7 @@ async def test_nine_bad_files_are_refused_without_echo(world: Any) -> None:
             expect(not leaks, expected=f"{name}: no secret printed", actual=leaks)
         sent = list(world.cp.history)
         expect(not sent, expected="no request to the control plane", actual=f"{len(sent)}",
-               witness=[brief(ex) for ex in sent[:5]])
+               witness=lines_of(world, sent[:5]))
     finally:
         for _, r in runners:
             await r.close()
@@ -132,7 +132,7 @@ async def test_lan_opt_in_with_credentials_connects(world: Any) -> None:
                 await r.wait_online(lan.cp, lan.runner_id, 20)
             except Exception as exc:  # noqa: BLE001 - any failure to connect is the verdict
                 raise CaseFailed("the LAN opt-in config connects", str(exc),
-                                 r.stderr_text().splitlines()[-3:]) from None
+                                 output_lines(r.stderr_text(), last=3)) from None
             polls = [ex for ex in lan.cp.history
                      if ex.route == "poll" and ex.runner_id == lan.runner_id]
             expect(polls, expected="polls on the LAN control plane", actual="none")
@@ -153,10 +153,10 @@ async def test_lan_without_opt_in_is_refused(world: Any) -> None:
             await r.start()
             code = await exit_code(r, "http LAN without allowInsecureLan")
             expect(code == 1, expected="exit code 1", actual=code,
-                   witness=r.stderr_text().splitlines()[-3:])
+                   witness=output_lines(r.stderr_text(), last=3))
             sent = list(lan.cp.history)
             expect(not sent, expected="no request", actual=f"{len(sent)} request(s)",
-                   witness=[brief(ex) for ex in sent[:5]])
+                   witness=lines_of(world, sent[:5]))
             expect(not r.leaks(), expected="no secret printed", actual=r.leaks())
         finally:
             await r.close()
@@ -178,7 +178,7 @@ async def test_relative_computers_path_refused_absolute_kept(world: Any) -> None
         await bad.start()
         code = await exit_code(bad, "relative computers path")
         expect(code == 1, expected="a relative hermesHome → exit code 1", actual=code,
-               witness=bad.stderr_text().splitlines()[-3:])
+               witness=output_lines(bad.stderr_text(), last=3))
         sent = world_exchanges(world)
         expect(not sent, expected="no request", actual=f"{len(sent)} request(s)")
     finally:
@@ -189,7 +189,7 @@ async def test_relative_computers_path_refused_absolute_kept(world: Any) -> None
         await world.start_runner()
     except Exception as exc:  # noqa: BLE001
         raise CaseFailed("a computers block with absolute paths is accepted and connects",
-                         str(exc), world.runner.stderr_text().splitlines()[-3:]) from None
+                         str(exc), output_lines(world.runner.stderr_text(), last=3)) from None
 
 
 @case("CFG-006", start_runner=False)
@@ -218,10 +218,10 @@ async def test_wrong_token_exits_1_without_retry(world: Any) -> None:
     await runner.start()
     code = await exit_code(runner, "runner_unauthorized")
     sent = world_exchanges(world)
-    expect(code == 1, expected="exit code 1", actual=code, witness=[brief(ex) for ex in sent[:5]])
+    expect(code == 1, expected="exit code 1", actual=code, witness=lines_of(world, sent[:5]))
     expect(len(sent) == 1 and sent[0].code == "runner_unauthorized",
            expected="exactly one poll, answered runner_unauthorized",
-           actual=f"{len(sent)} request(s)", witness=[brief(ex) for ex in sent[:5]])
+           actual=f"{len(sent)} request(s)", witness=lines_of(world, sent[:5]))
 
 
 @case("CFG-015", start_runner=False, hermes_auth="account")
@@ -241,12 +241,12 @@ async def test_credential_bounds_are_refused(world: Any) -> None:
         codes = await asyncio.gather(*(exit_code(r, name) for name, r in runners))
         for (name, r), code in zip(runners, codes, strict=True):
             expect(code == 1, expected=f"{name}: exit code 1", actual=code,
-                   witness=r.stderr_text().splitlines()[-3:])
+                   witness=output_lines(r.stderr_text(), last=3))
             echoed = output_holds(r, config_values(r.config))
             expect(not echoed, expected=f"{name}: no value echoed", actual=echoed)
         sent = list(world.cp.history)
         expect(not sent, expected="no request", actual=f"{len(sent)} request(s)",
-               witness=[brief(ex) for ex in sent[:5]])
+               witness=lines_of(world, sent[:5]))
     finally:
         for _, r in runners:
             await r.close()
@@ -262,7 +262,7 @@ async def test_config_that_is_not_json_exits_1(world: Any) -> None:
     await runner.start()
     code = await exit_code(runner, "a runner.json that is not JSON")
     expect(code == 1, expected="exit code 1", actual=code,
-           witness=runner.stderr_text().splitlines()[-3:])
+           witness=output_lines(runner.stderr_text(), last=3))
     sent = world_exchanges(world)
     expect(not sent, expected="no request", actual=f"{len(sent)} request(s)")
 
@@ -285,7 +285,7 @@ async def test_without_config_exits_1(world: Any) -> None:
             await proc.stop(5)
     expect(code == 1, expected="exit code 1 without --config",
            actual="still running" if code is None else f"exit code {code}",
-           witness=runner.secrets.redact(b"\n".join(line.encode() for line in proc.tail(5)).decode()))
+           witness=output_lines("\n".join(proc.tail(5)), redact=runner.secrets.redact, last=5))
 
 
 ISO_LINE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})? \S")

@@ -13,10 +13,10 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import lines_of, output_lines
 
 from ._helpers_process import (
     STATUS,
-    brief,
     exit_code,
     mode_of,
     reap_only,
@@ -38,14 +38,14 @@ async def test_second_process_on_the_state_dir_exits_1(world: Any) -> None:
         await second.start()
         code = await exit_code(second, "a second process on the same state directory")
         expect(code == 1, expected="the second process exits with code 1", actual=code,
-               witness=second.stderr_text().splitlines()[-3:])
+               witness=output_lines(second.stderr_text(), last=3))
         expect(not second.leaks(), expected="no secret printed", actual=second.leaks())
     finally:
         await reap_only(second)
     others = [ex for ex in world.cp.history.since(mark) if ex.instance not in first]
     expect(not others, expected="no request from the second process",
            actual=f"{len(others)} request(s) of another instance",
-           witness=[brief(ex) for ex in others[:5]])
+           witness=lines_of(world, others[:5]))
     out = await world.cp.command(world.runner_id, "http", dict(STATUS))
     expect(out.ok, expected="the first runner still works: GET /api/status → 200",
            actual=f"{out.status} {out.code}")

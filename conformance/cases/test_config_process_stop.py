@@ -9,22 +9,20 @@ the control plane's history.
 from __future__ import annotations
 
 import contextlib
-import json
 import uuid
 from signal import SIGINT, SIGTERM
 from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import lines_of, output_lines, witness
 
 from ._helpers_process import (
     STATUS,
     bound_lease,
-    brief,
     exit_code,
 )
 from ._helpers_state import WAIT, download, reads
-from ._helpers_wire import excerpt
 
 
 @case("CFG-010")
@@ -42,10 +40,9 @@ async def test_sigterm_interrupts_running_session_and_exits_0(world: Any) -> Non
     code = await world.runner.terminate(15)
     interrupts = world.hermes.effects.of("session.interrupted", session_id=sid)
     expect(interrupts, expected=f"session.interrupt of running session {sid}",
-           actual="none", witness=[json.dumps(e.to_json(), default=str)
-                                   for e in world.hermes.effects.entries[-5:]])
+           actual="none", witness=lines_of(world, world.hermes.effects.entries[-5:]))
     expect(code == 0, expected="exit code 0", actual=code,
-           witness=world.runner.stderr_text().splitlines()[-3:])
+           witness=output_lines(world.runner.stderr_text(), last=3))
 
 
 #: How long CFG-011 lets a runner that abandons its post at SIGTERM take to exit.
@@ -76,7 +73,7 @@ async def test_sigterm_lets_an_in_flight_result_post_finish(world: Any) -> None:
     results = [ex for ex in cp.history.filter(route="result") if ex.command_id == handle.id]
     expect(any(ex.status == 200 for ex in results),
            expected="the held result post is answered 200 before the exit",
-           actual=[brief(ex) for ex in results])
+           actual=lines_of(world, results))
     expect(handle.done() and handle.outcome is not None and handle.outcome.ok,
            expected="the command ends with its result", actual=handle.outcome)
     expect(code == 0, expected="exit code 0", actual=code)
@@ -139,9 +136,9 @@ async def test_sigint_stops_polling(world: Any) -> None:
     await world.runner.guard(cp.poll_released(rid, timeout=WAIT), "its held poll was aborted",
                              WAIT)
     code = await exit_code(world.runner, "SIGINT")
-    late = [brief(ex) for ex in cp.history.since(mark) if ex.route == "poll"]
+    late = lines_of(world, [ex for ex in cp.history.since(mark) if ex.route == "poll"])
     expect(not late, expected="no poll after SIGINT", actual=late,
-           witness=excerpt(world, after_seq=mark))
+           witness=witness(world, after_seq=mark))
     expect(code == 0, expected="exit code 0 after SIGINT", actual=code)
 
 
@@ -170,5 +167,5 @@ async def test_graceful_stop_starts_no_new_command(world: Any) -> None:
     expect(reads(world, payload) == 0,
            expected="no Hermes read of a command admitted during the graceful stop",
            actual=f"{reads(world, payload)} file.read effect(s)",
-           witness=excerpt(world, handle.id))
+           witness=witness(world, handle.id))
     expect(code == 0, expected="exit code 0", actual=code)

@@ -7,13 +7,11 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import witness
 
 from ._helpers_channels import (
     new_session,
     outcome_text,
-)
-from ._helpers_channels import (
-    witness as channel_witness,
 )
 from ._helpers_state import (
     CONFLICT,
@@ -33,7 +31,6 @@ from ._helpers_state import (
     results_of,
     verdict,
     wait_result,
-    witness,
 )
 
 
@@ -51,15 +48,18 @@ async def test_double_delivery_in_one_batch_runs_once(world: Any) -> None:
     copies = [f for f in world.cp.lifecycle.filter("delivered", command_id=handle.id)]
     expect(copies and max(int((f.detail or {}).get("copies", 1)) for f in copies) >= 2,
            expected="the harness delivered the command twice in one batch",
-           actual=f"deliveries {[(f.detail or {}) for f in copies]}", witness=witness(world, handle.id))
+           actual=f"deliveries {[(f.detail or {}) for f in copies]}",
+           witness=witness(world, handle.id, effects=True))
     await wait_result(world, handle.id)
     replies = [reply_of(ex) for ex in results_of(world, handle.id)]
     expect(out.ok and len({str(r) for r in replies}) == 1,
            expected="one reply for both deliveries (one result post, or equal ones)",
            actual=f"outcome {out.status} {out.code}; {len(replies)} result posts, "
-                  f"{len({str(r) for r in replies})} distinct", witness=witness(world, handle.id))
+                  f"{len({str(r) for r in replies})} distinct",
+                  witness=witness(world, handle.id, effects=True))
     expect(reads(world, payload) == 1, expected="Hermes served the file once",
-           actual=f"{reads(world, payload)} file.read effects", witness=witness(world, handle.id))
+           actual=f"{reads(world, payload)} file.read effects",
+           witness=witness(world, handle.id, effects=True))
     verdict(world)
 
 
@@ -69,14 +69,15 @@ async def test_replay_of_completed_id_gets_stored_reply(world: Any) -> None:
     payload = download(world)
     first, out1 = await _run(world, "http", payload)
     expect(out1.ok, expected="the download succeeds", actual=f"{out1.status} {out1.code}",
-           witness=witness(world, first.id))
+           witness=witness(world, first.id, effects=True))
     again = await world.cp.replay(world.runner_id, first.wire)
     out2 = await again.wait(WAIT)
     expect(out2.ok and out2.result == out1.result, expected="the replay gets the stored reply",
            actual=f"{out2.status} {out2.code} (same result: {out2.result == out1.result})",
-           witness=witness(world, first.id))
+           witness=witness(world, first.id, effects=True))
     expect(reads(world, payload) == 1, expected="no second Hermes call for the replay",
-           actual=f"{reads(world, payload)} file.read effects", witness=witness(world, first.id))
+           actual=f"{reads(world, payload)} file.read effects",
+           witness=witness(world, first.id, effects=True))
     verdict(world)
 
 
@@ -89,11 +90,12 @@ async def test_same_id_other_payload_is_conflict(world: Any) -> None:
     again = await world.cp.replay(world.runner_id, first.wire, payload=other)
     out2 = await again.wait(WAIT)
     expect(out2.code == CONFLICT, expected=f"the replay with another payload: {CONFLICT}",
-           actual=f"{out2.status} {out2.code} {out2.message}", witness=witness(world, first.id))
+           actual=f"{out2.status} {out2.code} {out2.message}",
+           witness=witness(world, first.id, effects=True))
     expect(reads(world, other) == 0 and reads(world, first_payload) == 1,
            expected="no Hermes effect for the conflicting payload",
            actual=f"b.txt read {reads(world, other)}x, a.txt {reads(world, first_payload)}x",
-           witness=witness(world, first.id))
+           witness=witness(world, first.id, effects=True))
 
 
 @case("DED-004")
@@ -125,11 +127,13 @@ async def test_replays_after_restart_come_from_the_ledger(world: Any) -> None:
         handle = await world.cp.replay(world.runner_id, wire, payload=payload)
         out = await handle.wait(WAIT)
         expect(ok(out), expected=f"replay of the {name} after the restart: {want}",
-               actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, wire["id"]))
+               actual=f"{out.status} {out.code} {out.message or ''}",
+               witness=witness(world, wire["id"], effects=True))
     expect(reads(world, done_payload) == 1 and reads(world, started_payload) == 1,
            expected="no replay reached Hermes",
            actual=f"done.txt read {reads(world, done_payload)}x, started.txt "
-                  f"{reads(world, started_payload)}x", witness=witness(world, started.id))
+                  f"{reads(world, started_payload)}x",
+                  witness=witness(world, started.id, effects=True))
     # INV-6 left out: the checker orders a held poll's deliveries by the poll's receipt seq, so a
     # conflicting replay delivered by a poll held before the previous result looks like the same
     # fingerprint (reported to the checker's owner); the stored reply is checked above.
@@ -153,11 +157,11 @@ async def test_redelivery_in_flight_does_not_run_twice(world: Any) -> None:
     pause.release()
     out = await handle.wait(WAIT)
     expect(out.ok, expected="prompt.submit answered", actual=f"{out.status} {out.code}",
-           witness=witness(world, handle.id))
+           witness=witness(world, handle.id, effects=True))
     await world.hermes.effects.wait_for("turn.finished", timeout=WAIT, session_id=sid)
     n = len(prompt_effects(world, sid))
     expect(n == 1, expected="the prompt reached Hermes once", actual=f"{n} prompt effects",
-           witness=witness(world, handle.id))
+           witness=witness(world, handle.id, effects=True))
     verdict(world)
 
 
@@ -174,10 +178,11 @@ async def test_replayed_prompt_reaches_hermes_once(world: Any) -> None:
                                   expires_at_ms=first.wire["expiresAt"])
     out2 = await again.wait(WAIT)
     expect(out2.ok and out2.result == out1.result, expected="the replay gets the stored reply",
-           actual=f"{out2.status} {out2.code} {out2.result}", witness=witness(world, first.id))
+           actual=f"{out2.status} {out2.code} {out2.result}",
+           witness=witness(world, first.id, effects=True))
     n = len(prompt_effects(world, sid))
     expect(n == 1, expected="the prompt reached Hermes once", actual=f"{n} prompt effects",
-           witness=witness(world, first.id))
+           witness=witness(world, first.id, effects=True))
     verdict(world)
 
 
@@ -195,13 +200,13 @@ async def test_replayed_lease_create_makes_one_lease(world: Any) -> None:
     expect(out2.ok and [reply_of(ex) for ex in first][:1] == [{"result": out2.result}],
            expected="the replayed lease.create gets the stored reply",
            actual=f"{out2.status} {out2.code} {out2.message or ''} {out2.result}",
-           witness=witness(world, wire["id"]))
+           witness=witness(world, wire["id"], effects=True))
     bound = await world.cp.bind_lease(lease, lease_session(ch, sid))
     expect(bound.ok, expected="the lease binds", actual=f"{bound.status} {bound.code} {bound.message}",
-           witness=witness(world, wire["id"]))
+           witness=witness(world, wire["id"], effects=True))
     binds = world.hermes.effects.count("bind")
     expect(binds == 1, expected="one bind for the lease", actual=f"{binds} bind effects",
-           witness=witness(world, wire["id"], routes=("result",)))
+           witness=witness(world, wire["id"], routes=("result",), effects=True))
 
 
 def _delivered(world: Any) -> list[dict[str, Any]]:
@@ -220,18 +225,20 @@ async def test_stored_refusal_is_replayed_without_admit(world: Any) -> None:
     world.cp.faults.fail_next("admit", status=503, code="service_unavailable")
     first, out1 = await _run(world, "http", payload)
     expect(out1.code == NOT_ADMITTED, expected=f"a failed admit: {NOT_ADMITTED}",
-           actual=f"{out1.status} {out1.code}", witness=witness(world, first.id))
+           actual=f"{out1.status} {out1.code}", witness=witness(world, first.id, effects=True))
     admits = len(admits_of(world, first.id))
     again = await world.cp.replay(world.runner_id, first.wire)
     out2 = await again.wait(WAIT)
     ex = results_of(world, first.id)
     expect(out2.code == out1.code and len(ex) >= 2 and reply_of(ex[-1]) == reply_of(ex[0]),
            expected="the replay gets the same refusal", actual=f"{out2.status} {out2.code} "
-           f"({error_code(ex[-1]) if ex else None})", witness=witness(world, first.id))
+           f"({error_code(ex[-1]) if ex else None})",
+           witness=witness(world, first.id, effects=True))
     expect(len(admits_of(world, first.id)) == admits and reads(world, payload) == 0,
            expected="no new admit and no effect for the replay",
            actual=f"{len(admits_of(world, first.id)) - admits} new admits, "
-                  f"{reads(world, payload)} file.read effects", witness=witness(world, first.id))
+                  f"{reads(world, payload)} file.read effects",
+                  witness=witness(world, first.id, effects=True))
 
 
 @case("DED-901")
@@ -260,7 +267,7 @@ async def test_conflict_answered_while_the_original_runs(world: Any) -> None:
         pause.release()
     expect(out is not None and not out.ok and out.code == "idempotency_conflict",
            expected="idempotency_conflict while the original is in flight",
-           actual=outcome_text(out), witness=channel_witness(world, handle.id))
+           actual=outcome_text(out), witness=witness(world, handle.id))
     await world.hermes.effects.wait_for("turn.finished", timeout=WAIT, session_id=sid)
     n = len(prompt_effects(world, sid))
     expect(n == 1, expected="the original prompt reached Hermes once", actual=n)
@@ -276,7 +283,7 @@ async def test_receipt_survives_many_later_commands(world: Any) -> None:
     payload = download(world, "first.txt")
     first, out1 = await _run(world, "http", payload)
     expect(out1.ok, expected="the download succeeds", actual=f"{out1.status} {out1.code}",
-           witness=witness(world, first.id))
+           witness=witness(world, first.id, effects=True))
     status = {"method": "GET", "path": "/api/status", "search": ""}
     for _ in range(LATER_COMMANDS // WAVE):
         handles = [await world.cp.submit(world.runner_id, "http", status) for _ in range(WAVE)]
@@ -289,7 +296,8 @@ async def test_receipt_survives_many_later_commands(world: Any) -> None:
     expect(out2.ok and out2.result == out1.result,
            expected=f"the replay after {LATER_COMMANDS} later commands gets the stored reply",
            actual=f"{out2.status} {out2.code} (same result: {out2.result == out1.result})",
-           witness=witness(world, first.id))
+           witness=witness(world, first.id, effects=True))
     expect(reads(world, payload) == 1, expected="no second Hermes call for the replay",
-           actual=f"{reads(world, payload)} file.read effects", witness=witness(world, first.id))
+           actual=f"{reads(world, payload)} file.read effects",
+           witness=witness(world, first.id, effects=True))
     verdict(world)

@@ -18,6 +18,7 @@ from conformance.marks import case, long_case
 from conformance.results import combine
 from conformance.rows.faults import ROW_OF
 from conformance.verdict import CaseFailed, Unjudged
+from conformance.witness import note_line, text_lines
 
 
 def _order(request: pytest.FixtureRequest, row: str) -> list[Cell]:
@@ -59,9 +60,10 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
         raise CaseFailed(f"every {row} cell holds ({total} cells)",
                          f"{len(failed)} cell(s) failed: {', '.join(c for c, _, _ in failed)}"
                          f" (first: {failed[0][1][:160]})",
-                         [f"{c}: {m}" for c, m, _ in failed]
-                         + [f"not judged ({st}): {c}: {m}" for c, m, st in unjudged]
-                         + [f"replay: {replay}"])
+                         [ln for c, m, _ in failed for ln in text_lines(f"cell {c}: {m}")]
+                         + [ln for c, m, st in unjudged
+                            for ln in text_lines(f"cell {c} not judged ({st}): {m}")]
+                         + [note_line("harness", f"replay: {replay}")])
     if unjudged:
         raise Unjudged(combine(st for _, _, st in unjudged),
                        f"{len(unjudged)} of {total} {row} cell(s) not judged: "

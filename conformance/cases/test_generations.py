@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import aiohttp
@@ -10,6 +9,7 @@ import aiohttp
 from conformance.adapter import RunnerUnderTest
 from conformance.marks import case
 from conformance.verdict import Unjudged, expect
+from conformance.witness import lines_of, note_line, witness
 
 from ._helpers_channels import (
     effects_of,
@@ -21,9 +21,6 @@ from ._helpers_channels import (
 )
 from ._helpers_channels import (
     socket_of as channel_socket_of,
-)
-from ._helpers_channels import (
-    witness as channel_witness,
 )
 from ._helpers_state import (
     WAIT,
@@ -37,7 +34,6 @@ from ._helpers_state import (
     socket_of,
     until,
     wait_route,
-    witness,
 )
 
 
@@ -56,7 +52,7 @@ async def _status_ok(world: Any) -> Any:
                                                            "search": ""})
     expect(out.ok and isinstance(out.result, dict) and out.result.get("status") == 200,
            expected="GET /api/status relayed (200)", actual=f"{out.status} {out.code} {out.message or ''}",
-           witness=witness(world, routes=("poll", "admit", "result")))
+           witness=witness(world, routes=("poll", "admit", "result"), effects=True))
     return out
 
 
@@ -70,7 +66,7 @@ async def _expect_socket_closed(world: Any, sock: str | None, ch: Any, after: st
         expect(False, expected=f"Hermes socket {sock} of channel {ch.connection_id} closed within "
                                f"{WAIT:.0f} s (scaled) of {after}",
                actual="still open (no ws.closed effect; the runner still runs)",
-               witness=witness(world, ch.connection_id, routes=("poll",)))
+               witness=witness(world, ch.connection_id, routes=("poll",), effects=True))
 
 
 @case("GEN-001")
@@ -102,7 +98,8 @@ async def test_new_epoch_disposes_the_leases(world: Any) -> None:
     bound = await world.cp.bind_lease(lease, lease_session(ch, sid))
     binding = world.hermes.bridge.bindings.get(sid)
     expect(bound.ok and binding, expected="the lease is bound (the plugin got bridge_url and token)",
-           actual=f"{bound.status} {bound.code}", witness=witness(world, lease.lease_id))
+           actual=f"{bound.status} {bound.code}",
+           witness=witness(world, lease.lease_id, effects=True))
     url, token = str(binding["bridge_url"]), str(binding["token"])
     world.secrets.add("lease token", token)
     before = await _tools_list(url, token)
@@ -113,7 +110,7 @@ async def test_new_epoch_disposes_the_leases(world: Any) -> None:
     except TimeoutError:
         expect(False, expected="after the new epoch the listener no longer serves the old token",
                actual=f"tools/list still answered {await _tools_list(url, token)}",
-               witness=witness(world, lease.lease_id, routes=("poll",)))
+               witness=witness(world, lease.lease_id, routes=("poll",), effects=True))
 
 
 async def _refused(url: str, token: str) -> bool:
@@ -129,7 +126,7 @@ async def test_server_restart_reset_poll_and_new_commands(world: Any) -> None:
     answered = [ex for ex in polls_after(world, at) if ex.status == 200]
     expect(answered and answered[0].reset, expected="the first poll accepted after the restart "
            "carries x-runner-reset: 1", actual=f"reset={answered[0].reset if answered else None}",
-           witness=witness(world, routes=("poll",)))
+           witness=witness(world, routes=("poll",), effects=True))
     await _status_ok(world)
 
 
@@ -176,7 +173,8 @@ async def test_watchdog_expiry_reconnects_with_new_epoch(world: Any) -> None:
         admit = await wait_route(world, "admit", after_seq=at)
         expect(admit.request_epoch == new,
                expected=f"the admit after the reconnect carries epoch {new}",
-               actual=str(admit.request_epoch), witness=witness(world, routes=("poll", "admit")))
+               actual=str(admit.request_epoch),
+               witness=witness(world, routes=("poll", "admit"), effects=True))
 
 
 def _delivery_epochs(world: Any) -> dict[str, str]:
@@ -208,8 +206,7 @@ async def test_every_request_after_an_epoch_change_carries_it(world: Any) -> Non
                     f"({len(epochs)} epochs)",
            actual=f"{len(stale)} stale: " + "; ".join(
                f"#{ex.seq} {ex.route} {ex.request_epoch} ≠ {delivered[ex.command_id]}" for ex in stale[:3]),
-           witness=[json.dumps({"seq": ex.seq, "route": ex.route, "epoch": ex.request_epoch})
-                    for ex in stale[:6]])
+           witness=lines_of(world, stale[:6]))
 
 
 @case("GEN-006")
@@ -235,18 +232,19 @@ async def test_replaced_process_is_fenced(world: Any) -> None:
         expect(fenced.status == 409 and all(ex.status == 409 for ex in later),
                expected="every request of the replaced instance gets 409",
                actual=", ".join(f"{ex.route} {ex.status} {ex.code}" for ex in later),
-               witness=witness(world, old_instance, routes=("poll",)))
+               witness=witness(world, old_instance, routes=("poll",), effects=True))
         expect(world.runner.running, expected="the replaced process does not exit on a 409",
                actual=f"exited {world.runner.returncode}")
         await world.cp.disable_runner(world.runner_id)
         out = await world.cp.command(world.runner_id, "http", download(world))
         expect(out.code == "runner_offline", expected="after the disable: runner_offline",
-               actual=f"{out.status} {out.code}", witness=witness(world, routes=("poll",)))
+               actual=f"{out.status} {out.code}",
+               witness=witness(world, routes=("poll",), effects=True))
         code = await second.wait(WAIT)
         expect(code == 1, expected="the disabled replacement exits 1", actual=str(code))
         leaks = second.leaks()
         expect(not leaks, expected="no secret in the replacement's output", actual=f"{len(leaks)} leaks",
-               witness=[str(x) for x in leaks])
+               witness=[note_line("harness", f"leak: {x}") for x in leaks])
     finally:
         await second.close()
 
@@ -286,7 +284,7 @@ async def test_transport_failure_resets_the_epoch(world: Any) -> None:
                "ws.closed", after_seq=at, socket_id=sock) == 0,
            expected="the obsolete gateway closed once",
            actual=f"{closes} ws.closed, {len(closed_posts)} closed events",
-           witness=witness(world, ch.connection_id, routes=("poll",)))
+           witness=witness(world, ch.connection_id, routes=("poll",), effects=True))
 
 
 def _expect_reset_after_drop(world: Any) -> None:
@@ -303,7 +301,7 @@ def _expect_reset_after_drop(world: Any) -> None:
                                "transport failure resets, §2.8)",
            actual=f"poll #{plain[0].seq if plain else '?'} without reset (status "
                   f"{plain[0].status if plain else '?'}); the epoch stays the old one",
-           witness=witness(world, routes=("poll",)))
+           witness=witness(world, routes=("poll",), effects=True))
 
 
 @case("GEN-008")
@@ -321,15 +319,15 @@ async def test_disable_exits_1_without_retry(world: Any) -> None:
            actual=f"{len(after)} more poll(s) after #{refused[0].seq if refused else '?'}; "
                   + (f"still running {WAIT:.0f} s (scaled) after the disable" if code is None
                      else f"exit {code}"),
-           witness=witness(world, routes=("poll",)))
+           witness=witness(world, routes=("poll",), effects=True))
     if code is None:
         raise Unjudged("timeout", f"the runner still runs {WAIT:.0f} s (scaled) after the disable "
                                   f"and did not poll again ({len(refused)} request(s) refused "
                                   "runner_unauthorized): too slow to judge its exit")
     expect(refused, expected="a request answered 403 runner_unauthorized", actual="none",
-           witness=witness(world, routes=("poll",)))
+           witness=witness(world, routes=("poll",), effects=True))
     expect(code == 1, expected="exit code 1 after runner_unauthorized", actual=str(code),
-           witness=witness(world, routes=("poll",)))
+           witness=witness(world, routes=("poll",), effects=True))
 
 
 @case("GEN-009")
@@ -346,11 +344,12 @@ async def test_rpc_for_old_epoch_channel_is_refused(world: Any) -> None:
     if again.open_outcome is None or again.open_outcome.ok:
         out = await world.cp.rpc(again, "prompt.submit", {"session_id": sid, "text": "old epoch"})
         expect(not out.ok, expected="the rpc for the old epoch's session is refused",
-               actual=f"{out.status} {out.code} {out.result}", witness=witness(world, ch.connection_id))
+               actual=f"{out.status} {out.code} {out.result}",
+               witness=witness(world, ch.connection_id, effects=True))
     expect(not prompt_effects(world, sid) and not world.hermes.effects.of(
                "prompt.accepted", after_seq=at),
            expected="no effect on the old session", actual=f"{len(prompt_effects(world, sid))} prompts",
-           witness=witness(world, ch.connection_id))
+           witness=witness(world, ch.connection_id, effects=True))
 
 
 async def _fail_one_poll(world: Any) -> Any:
@@ -381,7 +380,7 @@ async def test_local_disconnect_interrupts_running_sessions(world: Any) -> None:
     expect(interrupts and (closed is None or interrupts[0].seq < closed.seq),
            expected=f"session.interrupt for {sid} before its socket closes",
            actual=f"interrupts {[e.seq for e in interrupts]}, ws.closed "
-                  f"{closed.seq if closed else None}", witness=channel_witness(world, sid, "ws.closed"))
+                  f"{closed.seq if closed else None}", witness=witness(world, sid, "ws.closed"))
 
 
 @case("GEN-902")

@@ -19,6 +19,7 @@ import aiohttp
 
 from conformance.marks import any_hermes, case
 from conformance.verdict import CaseFailed, expect
+from conformance.witness import frame_lines, lines_of, note_line
 
 from ._helpers_hermes_interop import (
     DANGER,
@@ -28,7 +29,6 @@ from ._helpers_hermes_interop import (
     TIMINGS,
     TOOL_MARK,
     TOOLS,
-    brief,
     hermes_sockets,
     open_session,
     poll_until,
@@ -92,7 +92,7 @@ async def test_streamed_turn_reaches_the_owning_channel_in_order(world: Any) -> 
     done, mark = await turn(world, ch, sid, "PING please")
     evs = session_events(ch, sid, mark)
     types = [e.get("type") for e in evs]
-    witness = brief(evs)
+    witness = frame_lines(evs)
     expect(done["payload"].get("status") == "complete", expected="message.complete status complete",
            actual=done["payload"], witness=witness)
     end = types.index("message.complete")
@@ -122,7 +122,7 @@ async def test_tool_turn_reaches_the_channel(world: Any) -> None:
     sid, _ = await open_session(world, ch, "tool")
     done, mark = await turn(world, ch, sid, "TOOLTEST")
     evs = session_events(ch, sid, mark)
-    types, witness = [e.get("type") for e in evs], brief(evs)
+    types, witness = [e.get("type") for e in evs], frame_lines(evs)
     expect(done["payload"].get("status") == "complete"
            and "Tool done." in str(done["payload"].get("text")),
            expected="the turn completes with 'Tool done.'", actual=done["payload"], witness=witness)
@@ -157,7 +157,7 @@ async def test_approval_respond_completes_the_turn(world: Any) -> None:
     types = [e.get("type") for e in session_events(ch, sid, mark)]
     expect(done["payload"].get("status") == "complete" and "tool.complete" in types,
            expected="the tool runs and the turn completes", actual=types,
-           witness=brief(session_events(ch, sid, mark)))
+           witness=frame_lines(session_events(ch, sid, mark)))
     expect((await world.cp.close_channel(ch)).ok, expected="gateway.close ok", actual="failed")
 
 
@@ -179,7 +179,7 @@ async def test_interrupt_ends_the_turn_interrupted(world: Any) -> None:
     expect(done["payload"].get("status") == "interrupted" and len(text) < len(SLOW_TEXT.strip()),
            expected="message.complete status interrupted, before the full text",
            actual={"status": done["payload"].get("status"), "chars": len(text)},
-           witness=brief(session_events(ch, sid, mark))[-6:])
+           witness=frame_lines(session_events(ch, sid, mark))[-6:])
     closed = await world.cp.rpc(ch, "session.close", {"session_id": sid})
     expect(closed.ok and closed.result == {"closed": True},
            expected="session.close → {closed: true}", actual=closed)
@@ -239,7 +239,7 @@ async def test_team_tool_call_round_trip_and_lease_close(world: Any) -> None:
     done, mark = await turn(world, ch, sid, "TEAMTEST")
     evs = session_events(ch, sid, mark)
     relays = world.cp.history.filter(route="tool")[relays0:]
-    witness = [f"tool #{ex.seq} {ex.status} {ex.request_body!r:.200}" for ex in relays] + brief(evs)
+    witness = lines_of(world, relays) + frame_lines(evs)
     expect(done["payload"].get("status") == "complete"
            and "Team is ready." in str(done["payload"].get("text")),
            expected="the team turn completes", actual=done["payload"], witness=witness)
@@ -268,7 +268,7 @@ async def test_team_tool_call_round_trip_and_lease_close(world: Any) -> None:
     expect(done2["payload"].get("status") == "complete" and not later and len(executed) == 2,
            expected="after lease.close the model's calls execute nothing",
            actual=f"{len(later)} more relays, {len(executed)} executions",
-           witness=brief(session_events(ch, sid, mark2)))
+           witness=frame_lines(session_events(ch, sid, mark2)))
     expect((await world.cp.close_channel(ch)).ok, expected="gateway.close ok", actual="failed")
 
 
@@ -293,7 +293,7 @@ async def test_team_acceptance_scenario(world: Any) -> None:
         await world.cp.create_account(name, allowed_profiles=[PROFILE])
     hermes = side(world)
     run = await run_scenario(world.cp, world.runner_id, hermes, timeout=120.0)
-    witness = [checks.report(run, hermes)]
+    witness = [note_line("harness", ln) for ln in checks.report(run, hermes).splitlines()]
     rules = (("tool calls agree at every hop", lambda: checks.hops_agree(run)),
              ("lifecycle ends with a report into the originating session",
               lambda: checks.lifecycle_and_report_back(run, hermes)),

@@ -12,6 +12,7 @@ import aiohttp
 from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
+from conformance.witness import witness
 from fixtures.hermes.script import Script
 
 from ._helpers_channels import (
@@ -26,7 +27,6 @@ from ._helpers_channels import (
     prompt,
     socket_of,
     stays_online,
-    witness,
     ws_closed,
 )
 
@@ -63,7 +63,7 @@ async def test_events_reach_only_the_owning_channel(world: Any) -> None:
            expected="each channel carries only its own session's frames",
            actual=f"on A {len(stray_a)} foreign frame(s), on B {len(stray_b)} "
                   f"(first: {(stray_a + stray_b)[:1]})",
-           witness=witness(world, a.connection_id, b.connection_id, limit=8))
+           witness=witness(world, a.connection_id, b.connection_id, last=8))
 
 
 @case("ISO-002")
@@ -197,7 +197,7 @@ async def test_events_are_posted_in_hermes_order(world: Any) -> None:
     expect(deltas == want and start < types.index("message.delta") and done > start,
            expected="message.start, 40 deltas in Hermes' order, then message.complete",
            actual=f"types {types[:6]}…, deltas {deltas[:5]}… ({len(deltas)})",
-           witness=witness(world, sid, limit=6))
+           witness=witness(world, sid, last=6))
 
 
 @case("ISO-007")
@@ -238,7 +238,7 @@ async def test_frames_without_session_id_are_not_forwarded(world: Any) -> None:
     bare = [f for f in ch.events if not f.get("session_id")]
     expect(not bare, expected="no forwarded frame without session_id",
            actual=f"{len(bare)} such frame(s): {[f.get('type') for f in bare][:5]}",
-           witness=witness(world, ch.connection_id, "gateway.ready", limit=6))
+           witness=witness(world, ch.connection_id, "gateway.ready", last=6))
 
 
 @case("ISO-009")

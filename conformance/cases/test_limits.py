@@ -9,6 +9,7 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect, not_applicable
+from conformance.witness import witness
 from fake_server import Timings
 
 from ._helpers_canned import CannedTap, behind_canned, reset_poll_after_canned
@@ -23,10 +24,8 @@ from ._helpers_channels import (
     start_behind_proxy,
     stays_online,
     stored_id,
-    witness,
 )
 from ._helpers_outcomes import brief_outcome, effects_since, last_seq, submit_http
-from ._helpers_wire import excerpt
 
 MAX_CHANNELS = MAX_LEASES = 64
 MIB = 1024 * 1024
@@ -49,7 +48,7 @@ async def test_65th_channel_is_refused(world: Any) -> None:
     failed = [c for c in chans if not (c.open_outcome and c.open_outcome.ok)]
     expect(not failed, expected=f"{MAX_CHANNELS} channels open",
            actual=f"{len(failed)} refused: {outcome_text(failed[0].open_outcome) if failed else ''}",
-           witness=witness(world, "gateway.open", limit=4))
+           witness=witness(world, "gateway.open", last=4))
     mark = _last_seq(world)
     extra = await cp.open_channel(rid, check=False)
     expect_error(world, extra.open_outcome, codes=("runner_error",),
@@ -75,7 +74,7 @@ async def test_65th_lease_is_refused(world: Any) -> None:
     expect(not failed, expected=f"{MAX_LEASES} leases created",
            actual=f"{len(failed)} refused: "
                   f"{outcome_text(failed[0].create_outcome) if failed else ''}",
-           witness=witness(world, "lease.create", limit=4))
+           witness=witness(world, "lease.create", last=4))
     extra = await cp.create_lease(ch, profile="default", session=session, check=False)
     expect_error(world, extra.create_outcome, codes=("runner_error",),
                  what=f"lease.create number {MAX_LEASES + 1}", needles=[extra.lease_id])
@@ -244,7 +243,7 @@ async def test_command_near_the_36_mib_limit_is_handled(world: Any) -> None:
     expect(out.status in (200, 502) and results,
            expected="a result posted for the large command",
            actual=f"{outcome_text(out)}, {len(results)} result post(s)",
-           witness=witness(world, handle.id, limit=4))
+           witness=witness(world, handle.id, last=4))
     await stays_online(world, epoch, what="after a 36 MiB command")
 
 
@@ -275,7 +274,7 @@ async def test_poll_answer_over_40_mib_is_not_read(world: Any) -> None:
     expect(not admits, expected="no admit for a command in a 41 MiB poll answer",
            actual=f"{len(admits)} admit(s)")
     expect(reset is not None, expected="a reset poll after the oversized answer",
-           actual="no reset poll", witness=excerpt(world, limit=6))
+           actual="no reset poll", witness=witness(world, last=6))
 
 
 @case("LIM-901")

@@ -14,6 +14,7 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import witness
 from fixtures.hermes.script import Script
 
 from ._helpers_channels import (
@@ -29,7 +30,6 @@ from ._helpers_wire import (
     describe,
     effects_after,
     event_posted,
-    excerpt,
     http,
     open_session,
     refused_with,
@@ -49,7 +49,7 @@ def _no_effect(world, since: int, what: str, *names: str | None) -> None:
     found = effects_after(world, since)
     expect(not found, expected=f"no Hermes effect for {what}",
            actual=[f"#{e.seq} {e.kind} {json.dumps(e.detail, default=str)[:80]}" for e in found],
-           witness=excerpt(world, *names, after_seq=since, limit=8))
+           witness=witness(world, *names, after_seq=since, last=8))
 
 
 @case("PERM-001")
@@ -66,7 +66,7 @@ async def test_get_status_is_relayed(world):
           and isinstance(out.result.get("headers"), dict) and isinstance(status_doc, dict)
           and status_doc.get("version") == "0.19.0")
     expect(ok, expected="{status: 200, headers: {...}, body: base64 of Hermes' /api/status JSON}",
-           actual=describe(out), witness=excerpt(world, handle.id, limit=5))
+           actual=describe(out), witness=witness(world, handle.id, last=5))
 
 
 @case("PERM-002")
@@ -79,7 +79,7 @@ async def test_non_get_http_is_forbidden(world):
         handle, out = await http(world, path, method=method)
         expect(refused_with(out, ["runner_http_forbidden"]),
                expected=f"{method} {path} refused runner_http_forbidden", actual=describe(out),
-               witness=excerpt(world, handle.id, limit=5))
+               witness=witness(world, handle.id, last=5))
         _no_effect(world, since, f"{method} {path}", handle.id)
 
 
@@ -93,7 +93,7 @@ async def test_get_outside_the_allowlist_is_forbidden(world):
         handle, out = await http(world, path)
         expect(refused_with(out, ["runner_http_forbidden"]),
                expected=f"GET {path} refused runner_http_forbidden", actual=describe(out),
-               witness=excerpt(world, handle.id, limit=5))
+               witness=witness(world, handle.id, last=5))
         _no_effect(world, since, f"GET {path}", handle.id)
 
 
@@ -110,7 +110,7 @@ async def test_profile_checked_path_outside_allowed_profiles(world):
         handle, out = await http(world, path, profile="research", file=file)
         expect(refused_with(out, ["runner_profile_forbidden"]),
                expected=f"GET {path}?profile=research refused runner_profile_forbidden",
-               actual=describe(out), witness=excerpt(world, handle.id, limit=5))
+               actual=describe(out), witness=witness(world, handle.id, last=5))
         _no_effect(world, since, f"GET {path} for research", handle.id)
 
 
@@ -124,7 +124,7 @@ async def test_download_inside_a_root_returns_the_bytes(world):
     handle, out = await http(world, "/api/files/download", file=str(target))
     got = body_bytes(out.result) if out.ok else None
     expect(got == content, expected=f"the file's {len(content)} bytes", actual=describe(out),
-           witness=excerpt(world, handle.id, limit=5))
+           witness=witness(world, handle.id, last=5))
 
 
 async def _refused_download(world, path: str, what: str) -> None:
@@ -132,10 +132,10 @@ async def _refused_download(world, path: str, what: str) -> None:
     handle, out = await http(world, "/api/files/download", file=path)
     expect(refused_with(out, ["runner_artifact_forbidden"]),
            expected=f"{what}: refused runner_artifact_forbidden", actual=describe(out),
-           witness=excerpt(world, handle.id, limit=5))
+           witness=witness(world, handle.id, last=5))
     reads = [e for e in effects_after(world, since, ["file.read"])]
     expect(not reads, expected=f"{what}: no file read by Hermes",
-           actual=[e.detail for e in reads], witness=excerpt(world, handle.id, limit=6))
+           actual=[e.detail for e in reads], witness=witness(world, handle.id, last=6))
 
 
 def _outside(world):
@@ -198,7 +198,7 @@ async def test_rpc_outside_the_allowlist_is_forbidden(world):
         sent = [e for e in effects_after(world, since)
                 if e.cause is not None and e.cause.method == method]
         expect(not sent, expected=f"nothing of {method} reaches Hermes",
-               actual=[e.kind for e in sent], witness=excerpt(world, method, after_seq=since))
+               actual=[e.kind for e in sent], witness=witness(world, method, after_seq=since))
 
 
 @case("PERM-010", hermes_script="plain", **NARROW)
@@ -217,7 +217,7 @@ async def test_session_create_outside_allowed_profiles(world):
                actual=describe(out))
         made = effects_after(world, since, ["session.created", "session.resumed"])
         expect(not made, expected=f"no session made by {method}",
-               actual=[e.kind for e in made], witness=excerpt(world, method, after_seq=since))
+               actual=[e.kind for e in made], witness=witness(world, method, after_seq=since))
 
 
 @case("PERM-011", hermes_script="plain")
@@ -236,14 +236,14 @@ async def test_cleanup_channel_allows_only_stop_methods(world):
            expected="prompt.submit refused runner_cleanup_forbidden", actual=describe(out))
     prompts = effects_after(world, since, ["prompt.accepted"])
     expect(not prompts, expected="no prompt reaches Hermes", actual=[e.seq for e in prompts],
-           witness=excerpt(world, sid, after_seq=since))
+           witness=witness(world, sid, after_seq=since))
     for method, params in (("session.interrupt", {"session_id": sid}),
                            ("session.active_list", {"profile": "default",
                                                     "current_session_id": sid}),
                            ("session.close", {"session_id": sid})):
         out = await world.cp.rpc(ch, method, params)
         expect(out.ok, expected=f"{method} allowed on a cleanup channel", actual=describe(out),
-               witness=excerpt(world, method, after_seq=since, limit=6))
+               witness=witness(world, method, after_seq=since, last=6))
 
 
 @case("PERM-012", hermes_script="plain")
@@ -261,7 +261,7 @@ async def test_active_list_is_exact_and_filtered(world):
     ids = [s.get("id") for s in listed or [] if isinstance(s, dict)]
     expect(out.ok and ids in ([sid], []),
            expected=f"active_list holds only {sid}", actual=f"{describe(out)}",
-           witness=excerpt(world, "session.active_list", limit=5))
+           witness=witness(world, "session.active_list", last=5))
     for params in ({**good, "extra": 1}, {"current_session_id": sid},
                    {"profile": "default", "current_session_id": foreign},
                    {"profile": "default"}):
@@ -286,7 +286,7 @@ async def test_unauthorized_http_and_artifact_paths(world):
         handle, out = await http(world, path, method=method)
         expect(refused_with(out, ["runner_http_forbidden"]),
                expected=f"{method} {path} refused runner_http_forbidden", actual=describe(out),
-               witness=excerpt(world, handle.id, limit=4))
+               witness=witness(world, handle.id, last=4))
         _no_effect(world, since, f"{method} {path}", handle.id)
     secret = _outside(world)
     (world.artifact_root / "rel.txt").write_text("r\n")
@@ -312,17 +312,17 @@ async def test_only_stop_methods_after_revocation(world):
     out = await handle.wait(TIMEOUT)
     expect(refused_with(out, ["runner_command_not_admitted"]),
            expected="the prompt after the revoke: runner_command_not_admitted",
-           actual=describe(out), witness=excerpt(world, handle.id, limit=6))
+           actual=describe(out), witness=witness(world, handle.id, last=6))
     expect(not world.hermes.effects.of("prompt.accepted", session_id=sid),
            expected="no prompt reaches Hermes", actual=world.hermes.effects.kinds()[-6:])
     out = await world.cp.rpc(ch, "session.interrupt", {"session_id": sid})
     expect(out.ok and world.hermes.effects.count("session.interrupted", session_id=sid) == 1,
            expected="session.interrupt still executes on the revoked channel",
-           actual=describe(out), witness=excerpt(world, sid, limit=6))
+           actual=describe(out), witness=witness(world, sid, last=6))
     out = await world.cp.rpc(ch, "session.active_list",
                              {"profile": "default", "current_session_id": sid})
     expect(out.ok, expected="an owned session.active_list still executes", actual=describe(out),
-           witness=excerpt(world, "session.active_list", limit=4))
+           witness=witness(world, "session.active_list", last=4))
 
 
 @case("PERM-901")

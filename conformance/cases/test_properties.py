@@ -15,6 +15,7 @@ from conformance.machines.run import MachineFailed, run_machine
 from conformance.marks import case, long_case
 from conformance.rows.properties import MACHINE_OF
 from conformance.verdict import CaseFailed, Unjudged
+from conformance.witness import text_lines
 
 
 def _replay(request: pytest.FixtureRequest, case_id: str, seed: int) -> str:
@@ -37,7 +38,7 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str, seed: in
             # world's timing): the harness could not judge, the runner is not at fault
             raise Unjudged("error", f"harness: {machine.family}: {failed.__cause__}"[:600]) \
                 from None
-        witness = [str(x) for x in str(failed).splitlines()]
+        witness = text_lines(str(failed))
         raise CaseFailed(f"no violation of any invariant ({machine.family})",
                          f"{v.invariant_id} violated: {v.sentence}" if v else str(failed)[:300],
                          witness) from None

@@ -12,6 +12,7 @@ import pytest
 
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import witness
 
 from ._helpers_process import state_dir
 from ._helpers_state import (
@@ -30,7 +31,6 @@ from ._helpers_state import (
     results_of,
     verdict,
     wait_route,
-    witness,
 )
 from ._helpers_wire import describe, http, posted_code
 
@@ -60,9 +60,11 @@ async def test_kill_inside_hermes_http_is_uncertain(world: Any) -> None:
     await _crash_and_start(world, h, "during_hermes", handle.id)
     out = await redeliver(world, handle)
     expect(out.code == UNCERTAIN, expected=f"the redelivery after the restart: {UNCERTAIN}",
-           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+           actual=f"{out.status} {out.code} {out.message or ''}",
+           witness=witness(world, handle.id, effects=True))
     expect(reads(world, payload) == 1, expected="never executed again (one file.read, the killed one)",
-           actual=f"{reads(world, payload)} file.read effects", witness=witness(world, handle.id))
+           actual=f"{reads(world, payload)} file.read effects",
+           witness=witness(world, handle.id, effects=True))
     verdict(world, h)
 
 
@@ -79,9 +81,10 @@ async def test_kill_while_admit_held_is_uncertain(world: Any) -> None:
     await _crash_and_start(world, h, "admit_held", handle.id)
     out = await redeliver(world, handle)
     expect(out.code == UNCERTAIN, expected=f"the redelivery after the restart: {UNCERTAIN}",
-           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+           actual=f"{out.status} {out.code} {out.message or ''}",
+           witness=witness(world, handle.id, effects=True))
     expect(reads(world, payload) == 0, expected="no effect", actual=f"{reads(world, payload)} reads",
-           witness=witness(world, handle.id))
+           witness=witness(world, handle.id, effects=True))
     verdict(world, h)
 
 
@@ -98,10 +101,11 @@ async def test_kill_during_prompt_submit_is_uncertain(world: Any) -> None:
     pause.release()
     out = await redeliver(world, handle)
     expect(out.code == UNCERTAIN, expected=f"the redelivery after the restart: {UNCERTAIN}",
-           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+           actual=f"{out.status} {out.code} {out.message or ''}",
+           witness=witness(world, handle.id, effects=True))
     n = len(prompt_effects(world, sid))
     expect(n <= 1, expected="one prompt effect at most", actual=f"{n} prompt effects",
-           witness=witness(world, handle.id))
+           witness=witness(world, handle.id, effects=True))
     verdict(world, h)
 
 
@@ -120,9 +124,10 @@ async def test_kill_while_result_held_keeps_the_reply(world: Any) -> None:
     out = await redeliver(world, handle)
     expect(out.ok and {"result": out.result} == reply_of(held),
            expected="the redelivery after the restart gets the reply posted before the kill",
-           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+           actual=f"{out.status} {out.code} {out.message or ''}",
+           witness=witness(world, handle.id, effects=True))
     expect(reads(world, payload) == 1, expected="no new effect", actual=f"{reads(world, payload)} reads",
-           witness=witness(world, handle.id))
+           witness=witness(world, handle.id, effects=True))
     verdict(world, h)
 
 
@@ -144,9 +149,10 @@ async def test_row_older_than_an_hour_is_retired(world: Any) -> None:
     h.started()
     out = await redeliver(world, handle)
     expect(out.code == UNCERTAIN, expected=f"the retired id: {UNCERTAIN}",
-           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+           actual=f"{out.status} {out.code} {out.message or ''}",
+           witness=witness(world, handle.id, effects=True))
     expect(reads(world, payload) == 1, expected="never run again", actual=f"{reads(world, payload)} reads",
-           witness=witness(world, handle.id))
+           witness=witness(world, handle.id, effects=True))
     verdict(world, h)
 
 
@@ -164,15 +170,16 @@ async def test_refusal_is_stored_before_it_is_posted(world: Any) -> None:
                             and ex.request_body is not None)
     expect((reply_of(held).get("error") or {}).get("code") == NOT_ADMITTED,
            expected=f"the refusal after a failed admit: {NOT_ADMITTED}", actual=str(reply_of(held)),
-           witness=witness(world, handle.id))
+           witness=witness(world, handle.id, effects=True))
     await _crash_and_start(world, h, "result_held", handle.id)
     out = await redeliver(world, handle)
     posted = results_of(world, handle.id)
     expect(out.code == NOT_ADMITTED and reply_of(posted[-1]) == reply_of(held),
            expected="the redelivery after the restart gets the same refusal",
-           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, handle.id))
+           actual=f"{out.status} {out.code} {out.message or ''}",
+           witness=witness(world, handle.id, effects=True))
     expect(reads(world, payload) == 0, expected="no effect", actual=f"{reads(world, payload)} reads",
-           witness=witness(world, handle.id))
+           witness=witness(world, handle.id, effects=True))
     verdict(world, h)
 
 

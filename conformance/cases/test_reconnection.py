@@ -8,15 +8,13 @@ from typing import Any
 from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import witness
 from fake_server import Timings
 
 from ._helpers_channels import (
     new_session,
     socket_of,
     ws_closed,
-)
-from ._helpers_channels import (
-    witness as channel_witness,
 )
 from ._helpers_reconnect import STATUS, end_hold, reset_poll_after, works
 from ._helpers_state import (
@@ -32,9 +30,7 @@ from ._helpers_state import (
     until,
     verdict,
     wait_route,
-    witness,
 )
-from ._helpers_wire import excerpt
 
 
 @case("REC-001", manual_clock=True)
@@ -91,9 +87,10 @@ async def _failed_result_then_redelivery(world: Any, arm: str) -> None:
     out = await redeliver(world, handle)
     expect(out.ok and {"result": out.result} == reply_of(first),
            expected=f"after a {arm}ed result post the redelivery gets the same result",
-           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, cid))
+           actual=f"{out.status} {out.code} {out.message or ''}",
+           witness=witness(world, cid, effects=True))
     expect(reads(world, payload) == 1, expected="no new effect", actual=f"{reads(world, payload)} reads",
-           witness=witness(world, cid))
+           witness=witness(world, cid, effects=True))
 
 
 @case("REC-004", manual_clock=True)
@@ -118,9 +115,10 @@ async def test_failed_admit_is_not_executed(world: Any) -> None:
         handle = await world.cp.submit(world.runner_id, "http", payload, command_id=cid)
         out = await redeliver(world, handle)
         expect(not out.ok, expected=f"a {arm}ed admit: an error result ({NOT_ADMITTED} expected)",
-               actual=f"{out.status} {out.code}", witness=witness(world, cid))
+               actual=f"{out.status} {out.code}", witness=witness(world, cid, effects=True))
         expect(reads(world, payload) == 0, expected=f"a {arm}ed admit: not executed",
-               actual=f"{reads(world, payload)} file.read effects", witness=witness(world, cid))
+               actual=f"{reads(world, payload)} file.read effects",
+               witness=witness(world, cid, effects=True))
     verdict(world, invariants=("INV-1", "INV-2"))
 
 
@@ -171,12 +169,13 @@ async def test_instance_changed_on_a_route_resets(world: Any) -> None:
            and refused.code in ("runner_instance_changed", "runner_epoch_changed"),
            expected="the held admit answered 409 runner_instance_changed (or "
                     "runner_epoch_changed, once a poll made a new state)",
-           actual=f"{refused.status} {refused.code}", witness=witness(world, cid))
+           actual=f"{refused.status} {refused.code}", witness=witness(world, cid, effects=True))
     await _reset_after_poll_errors(world, drop)
     out = await redeliver(world, handle)
     expect(not out.ok and reads(world, payload) == 0,
            expected="the command whose admit got 409 is not executed",
-           actual=f"{out.status} {out.code}; {reads(world, payload)} reads", witness=witness(world, cid))
+           actual=f"{out.status} {out.code}; {reads(world, payload)} reads",
+           witness=witness(world, cid, effects=True))
     expect(world.runner.running, expected="the runner keeps running", actual=f"exited {world.runner.returncode}")
     await works(world)
     await _reset_after_poll_errors(world, drop)  # a poll error seen only later must reset too
@@ -198,9 +197,10 @@ async def test_epoch_changed_on_result_resets_and_ledger_answers(world: Any) -> 
     out = await redeliver(world, handle)
     expect(out.ok and {"result": out.result} == reply_of(refused),
            expected="the redelivered command is answered from the ledger (same result)",
-           actual=f"{out.status} {out.code} {out.message or ''}", witness=witness(world, cid))
+           actual=f"{out.status} {out.code} {out.message or ''}",
+           witness=witness(world, cid, effects=True))
     expect(reads(world, payload) == 1, expected="no new effect", actual=f"{reads(world, payload)} reads",
-           witness=witness(world, cid))
+           witness=witness(world, cid, effects=True))
     verdict(world)
 
 
@@ -235,7 +235,7 @@ async def test_reconnect_is_not_a_hot_loop(world: Any) -> None:
         after = ex.seq
     gaps = [round(b.time - a.time, 3) for a, b in zip(failed, failed[1:], strict=False)]
     expect(min(gaps) >= 0.5, expected="about 1 s between a failed poll and the next (≥ 0.5 s)",
-           actual=f"gaps {gaps} s", witness=witness(world, routes=("poll",)))
+           actual=f"gaps {gaps} s", witness=witness(world, routes=("poll",), effects=True))
     await reset_poll_after(world, after, "three 503 polls")
     await handle.wait(WAIT)
 
@@ -259,9 +259,10 @@ async def test_service_updating_and_stopping_lose_nothing(world: Any) -> None:
     again = await world.cp.replay(world.runner_id, first.wire)
     out2 = await again.wait(WAIT)
     expect(out2.ok and out2.result == out1.result, expected="the stored reply survives the reconnect",
-           actual=f"{out2.status} {out2.code}", witness=witness(world, first.id))
+           actual=f"{out2.status} {out2.code}", witness=witness(world, first.id, effects=True))
     expect(reads(world, payload) == 1 and len(results_of(world, first.id)) == 2,
-           expected="no new effect", actual=f"{reads(world, payload)} reads", witness=witness(world, first.id))
+           expected="no new effect", actual=f"{reads(world, payload)} reads",
+           witness=witness(world, first.id, effects=True))
     await works(world)
 
 
@@ -286,7 +287,7 @@ async def _first_poll(world: Any) -> Any:
                                "answer, a poll hold here is 0.5 s)",
                actual=f"no poll open and none arrived; the control plane has not seen the runner "
                       f"for {quiet}; the runner still runs",
-               witness=excerpt(world, limit=6))
+               witness=witness(world, last=6))
         raise
 
 
@@ -313,7 +314,7 @@ async def test_next_poll_follows_the_answer(world: Any) -> None:
             nxt = None
         expect(nxt is not None, expected=f"a poll within {NEXT_POLL:.0f} s of the answer to "
                                          f"poll #{prev.seq}", actual="none",
-               witness=excerpt(world, after_seq=prev.seq - 1))
+               witness=witness(world, after_seq=prev.seq - 1))
         assert nxt is not None
         answered = await cp.history.wait_for(
             lambda e, s=nxt.seq: e.route == "poll" and e.seq == s and e.answered,
@@ -346,7 +347,7 @@ async def test_failed_event_post_disconnects(world: Any) -> None:
     except TimeoutError:
         reset = None
     expect(reset is not None, expected="a reset poll after the event post failed with 500",
-           actual="no reset poll", witness=excerpt(world, after_seq=mark))
+           actual="no reset poll", witness=witness(world, after_seq=mark))
     closed = await ws_closed(world, sock)
     expect(closed is not None, expected="the channel's Hermes socket closes (local disconnect)",
-           actual="still open", witness=channel_witness(world, sid, "ws.closed"))
+           actual="still open", witness=witness(world, sid, "ws.closed"))

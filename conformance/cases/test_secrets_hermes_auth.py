@@ -15,6 +15,7 @@ from typing import Any
 from conformance.adapter import RunnerExited
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import note_line
 
 from ._helpers_channels import (
     HermesProxy,
@@ -114,7 +115,8 @@ async def test_token_validated_with_profiles_first(world: Any) -> None:
     expect(with_token[:1] == ["GET /api/profiles"],
            expected="GET /api/profiles is the first request with the session token",
            actual=with_token[:4] or "no request carried the token",
-           witness=[f"{line} token={carried}" for line, carried in proxy.requests[:8]])
+           witness=[note_line("runner→hermes", f"{line} session-token={'yes' if carried else 'no'}")
+                    for line, carried in proxy.requests[:8]])
 
 
 @case("SEC-903")

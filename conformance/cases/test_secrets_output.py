@@ -13,16 +13,10 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import output_lines, witness
 from fixtures.hermes.script import Script
 
-from ._helpers_wire import (
-    TIMEOUT,
-    describe,
-    excerpt,
-    http,
-    open_session,
-    refused_with,
-)
+from ._helpers_wire import TIMEOUT, describe, http, open_session, refused_with
 
 TEAM_TOOLS = [{"id": "yaoyao_workspace_create_member", "name": "create_member",
                "description": "Create a team member", "inputSchema": {"type": "object"}},
@@ -107,8 +101,8 @@ async def test_no_secret_in_output_over_a_run_with_errors(world):
     rc = await world.runner.stop()
     leaks = _runner_leaks(world)
     expect(not leaks, expected="no secret in any byte of the runner's stdout/stderr (all runs)",
-           actual=leaks[:6] or f"none (exit {rc})", witness=world.runner.redacted_output()[1]
-           .splitlines()[-6:])
+           actual=leaks[:6] or f"none (exit {rc})",
+           witness=output_lines(world.runner.redacted_output()[1], last=6))
 
 
 BAD_PATCHES: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -133,7 +127,7 @@ async def test_refused_config_never_echoes_credentials(world):
                actual=f"exit {rc}")
         leaks = _runner_leaks(world)
         expect(not leaks, expected=f"no token or password in the output refusing {what}",
-               actual=leaks[:4], witness=runner.redacted_output()[1].splitlines()[-4:])
+               actual=leaks[:4], witness=output_lines(runner.redacted_output()[1], last=4))
 
 
 @case("SEC-003", hermes_script="plain", hermes_auth="account")
@@ -160,13 +154,13 @@ async def test_hermes_password_never_reaches_the_control_plane(world):
     expect(not found, expected="no Hermes password / cookie / ticket in any request to the "
                                "control plane (" + (f"{len(refused)} refused login(s)"
                                                     if refused else "no login refused") + ")",
-           actual=found[:6], witness=excerpt(world, limit=6))
+           actual=found[:6], witness=witness(world, last=6))
     relayed = [ex for ex in world.cp.history.filter(route="result")
                if isinstance(ex.request_body, dict) and isinstance(ex.request_body.get("result"), dict)
                and any(k.lower() == "set-cookie"
                        for k in (ex.request_body["result"].get("headers") or {}))]
     expect(not relayed, expected="no set-cookie header relayed",
-           actual=[ex.seq for ex in relayed], witness=excerpt(world, limit=4))
+           actual=[ex.seq for ex in relayed], witness=witness(world, last=4))
 
 
 @case("SEC-004", hermes_script=Script.bundled("plain", http_set_cookie=True))
@@ -184,14 +178,14 @@ async def test_hermes_session_token_never_reaches_the_control_plane(world):
     expect(cookies and not found,
            expected="no Hermes session token or cookie in any request to the control plane "
                     f"({len(cookies)} Set-Cookie answers relayed through the runner)",
-           actual=found[:6], witness=excerpt(world, limit=6))
+           actual=found[:6], witness=witness(world, last=6))
     relayed = [ex.seq for ex in world.cp.history.filter(route="result")
                if isinstance(ex.request_body, dict)
                and isinstance(ex.request_body.get("result"), dict)
                and any(str(k).lower() == "set-cookie"
                        for k in (ex.request_body["result"].get("headers") or {}))]
     expect(not relayed, expected="no set-cookie header relayed (protocol 3.1)",
-           actual=f"result posts with set-cookie: {relayed}", witness=excerpt(world, limit=4))
+           actual=f"result posts with set-cookie: {relayed}", witness=witness(world, last=4))
 
 
 @case("SEC-005", hermes_script="team")
@@ -223,7 +217,7 @@ async def test_lease_token_never_reaches_the_control_plane(world):
            actual=f"{len(tokens)} bridge token(s), {len(calls)} tool call(s)")
     found = _to_control_plane(world, secrets)
     expect(not found, expected="no bridge token in any request to the control plane",
-           actual=found[:6], witness=excerpt(world, lease.lease_id, limit=6))
+           actual=found[:6], witness=witness(world, lease.lease_id, last=6))
 
 
 @case("SEC-006", hermes_script="plain", hermes_auth="account")
@@ -234,7 +228,7 @@ async def test_account_mode_logs_in_and_relays(world):
     _, out = await http(world, "/api/config")
     expect(out.ok and isinstance(out.result, dict) and out.result.get("status") == 200,
            expected="GET /api/config relayed with the session cookie (200)", actual=describe(out),
-           witness=excerpt(world, limit=6))
+           witness=witness(world, last=6))
     logins = world.hermes.effects.of("auth.login")
     expect(logins and logins[0].cause is not None
            and logins[0].cause.path in ("/auth/password-login", "/api/auth/login"),

@@ -16,12 +16,9 @@ from typing import Any
 from conformance.bounds import scaled
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import lines_of, witness
 
-from ._helpers_channels import (
-    WAIT,
-    outcome_text,
-    witness,
-)
+from ._helpers_channels import WAIT, outcome_text
 from ._helpers_process import (
     TOOLS,
     bound_lease,
@@ -37,24 +34,24 @@ async def test_bind_carries_bridge_url_token_session_generation(world: Any) -> N
     missing bridge_url, an empty token, or never calls the plugin's bind."""
     b = await bound_lease(world)
     effects = world.hermes.effects.of("bind", session_id=b.session["runtimeId"])
-    witness = [json.dumps(world.redact(json.dumps(e.to_json()))) for e in effects]
+    shown = lines_of(world, effects)
     expect(len(effects) == 1, expected="one bind for the lease's session", actual=len(effects),
-           witness=witness)
+           witness=shown)
     got = b.binding
     expect(got.get("session_id") == b.session["runtimeId"]
            and got.get("stored_session_id") == b.session["storedId"],
            expected=f"bind for session {b.session}",
-           actual=f"{got.get('session_id')} / {got.get('stored_session_id')}", witness=witness)
+           actual=f"{got.get('session_id')} / {got.get('stored_session_id')}", witness=shown)
     expect(re.match(r"^http://127\.0\.0\.1:\d+/?$", str(got.get("bridge_url", ""))) is not None,
            expected="bridge_url http://127.0.0.1:<port>", actual=got.get("bridge_url"),
-           witness=witness)
+           witness=shown)
     expect(isinstance(got.get("token"), str) and len(got["token"]) >= 32,
            expected="a lease token of >= 32 chars", actual=f"{len(str(got.get('token') or ''))} chars",
-           witness=witness)
+           witness=shown)
     expect(isinstance(got.get("generation"), str) and bool(got["generation"]),
-           expected="a non-empty generation", actual=got.get("generation"), witness=witness)
+           expected="a non-empty generation", actual=got.get("generation"), witness=shown)
     expect(got.get("profile") == "default", expected="profile default", actual=got.get("profile"),
-           witness=witness)
+           witness=shown)
 
 
 @case("TT-014")

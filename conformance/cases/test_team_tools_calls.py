@@ -13,6 +13,7 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
+from conformance.witness import lines_of
 from fake_server import ToolError
 
 from ._helpers_process import (
@@ -75,7 +76,7 @@ async def test_call_is_relayed_with_the_real_id_and_wrapped(world: Any) -> None:
     plain = await call(b, member, args, "call-plain-1")
     passed = await call(b, team, {"members": ["Ada"]}, "call-content-1")
     relays = tool_relays(world, b.lease)
-    witness = [world.redact(json.dumps(ex.request_body)) for ex in relays]
+    witness = lines_of(world, relays)
     bodies = {ex.call_id: ex.request_body for ex in relays}
     expect(bodies.get("call-plain-1") == {"leaseId": b.lease.lease_id, "toolId": TOOLS[0]["id"],
                                           "arguments": args, "callId": "call-plain-1"},

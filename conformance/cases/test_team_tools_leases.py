@@ -27,6 +27,7 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
+from conformance.witness import witness
 from fake_server import Timings
 
 from ._helpers_channels import (
@@ -78,7 +79,7 @@ async def _rebinds(world: Any, b: Bound, n: int) -> list[Any]:
     except TimeoutError:
         raise CaseFailed(f"{n - 1} re-bind(s) after {n - 1} re-check(s) of a bound lease",
                          f"{len(_binds(world, b)) - 1} re-bind(s) within {WAIT:.0f} s",
-                         [str(x)[:200] for x in world.transcript()[-12:]]) from None
+                         witness(world)) from None
 
 
 def _binds(world: Any, b: Bound) -> list[Any]:

@@ -14,10 +14,11 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import lines_of, output_lines, witness
 
 from ._helpers_canned import CannedTap, behind_canned, reset_poll_after_canned
 from ._helpers_state import download
-from ._helpers_wire import HeaderTap, excerpt
+from ._helpers_wire import HeaderTap
 
 
 @case("WIR-903", start_runner=False)
@@ -41,7 +42,7 @@ async def test_redirects_are_not_followed(world: Any) -> None:
         expect(not followed, expected="the redirect's Location never requested",
                actual=followed[:3])
         expect(reset is not None, expected="a reset poll after the redirected poll",
-               actual="no reset poll", witness=excerpt(world, limit=6))
+               actual="no reset poll", witness=witness(world, last=6))
 
 
 @case("WIR-904", start_runner=False)
@@ -65,7 +66,7 @@ async def test_errors_are_read_by_code(world: Any) -> None:
         expect(reset is not None and world.runner.running,
                expected="a reset poll after 403 runner_instance_changed, the runner running",
                actual="exited" if not world.runner.running else "no reset poll",
-               witness=world.runner.stderr_text().splitlines()[-3:])
+               witness=output_lines(world.runner.stderr_text(), last=3))
 
 
 @case("WIR-907")
@@ -82,7 +83,6 @@ async def test_gateway_websocket_opens_on_a_connection_of_its_own(world: Any) ->
            expected="every gateway WebSocket upgraded on a new connection",
            actual=f"{len(reused)} of {len(opened)} WebSockets upgraded on a connection that had "
                   "carried an HTTP request",
-           witness=[f"ws.connected #{e.seq} connection {e.cause.connection if e.cause else '?'}"
-                    for e in reused])
+           witness=lines_of(world, reused))
     for ch in channels:
         await world.cp.close_channel(ch)

@@ -15,6 +15,7 @@ from typing import Any
 
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import witness
 from fixtures.hermes.script import Script
 
 from ._helpers_canned import WAIT, CannedTap, behind_canned
@@ -23,7 +24,6 @@ from ._helpers_state import download, reads, until
 from ._helpers_wire import (
     TIMEOUT,
     describe,
-    excerpt,
     http,
     http_payload,
     open_session,
@@ -63,8 +63,8 @@ async def test_every_delivered_command_gets_one_result(world):
     counts = {f"{h.kind} {h.id}": len(result_posts(world, h.id)) for h in handles}
     expect(all(n == 1 for n in counts.values()),
            expected="exactly one result post per delivered command id", actual=counts,
-           witness=excerpt(world, *[h.id for h in handles
-                                    if counts[f"{h.kind} {h.id}"] != 1], limit=8))
+           witness=witness(world, *[h.id for h in handles
+                                    if counts[f"{h.kind} {h.id}"] != 1], last=8))
     relays = [o for (kind, _), o in zip(ONE_OF_EACH, outs, strict=True) if kind == "http"]
     expect(all(o is not None and o.ok for o in relays) and last.ok,
            expected="every http command answered", actual=[describe(o) for o in outs])
@@ -89,12 +89,12 @@ async def test_a_held_command_does_not_delay_another(world):
                                    "while the first is held in Hermes (a status relay takes "
                                    "milliseconds)", actual=_unanswered(world, second.id, "the "
                                    "first still held in Hermes, the runner running"),
-                   witness=excerpt(world, second.id, limit=6))
+                   witness=witness(world, second.id, last=6))
             raise
         expect(out.ok and not held.done(),
                expected="the second command is answered while the first is held in Hermes",
                actual=f"second: {describe(out)}; first done: {held.done()}",
-               witness=excerpt(world, second.id, limit=6))
+               witness=witness(world, second.id, last=6))
     finally:
         pause.release()
     first = await held.wait(TIMEOUT)
@@ -127,15 +127,15 @@ async def test_expired_command_is_not_admitted_nor_executed(world):
     out = await handle.wait(TIMEOUT)
     reads = [e for e in world.hermes.effects.of("file.read") if e.seq > seen]
     expect(not reads, expected="no Hermes effect for an expired command",
-           actual=[e.seq for e in reads], witness=excerpt(world, handle.id, limit=6))
+           actual=[e.seq for e in reads], witness=witness(world, handle.id, last=6))
     asked = [ex for ex in runner_exchanges(world, "admit") if ex.command_id == handle.id]
     expect(not asked, expected="no admit asked for a command expired at delivery (expiresAt "
                                "checked before admit)",
            actual=[f"#{ex.seq} admit -> {ex.response_body}" for ex in asked],
-           witness=excerpt(world, handle.id, limit=6))
+           witness=witness(world, handle.id, last=6))
     expect(refused_with(out, ["runner_command_not_admitted"]),
            expected="error result runner_command_not_admitted", actual=describe(out),
-           witness=excerpt(world, handle.id, limit=6))
+           witness=witness(world, handle.id, last=6))
 
 
 @case("WIR-011", manual_clock=True)
@@ -173,9 +173,9 @@ async def test_a_batch_is_answered_in_full(world):
     expect(not missing, expected=f"every command of the batch (poll #{answered.seq}) answered "
                                  f"within {TIMEOUT:.0f} s (scaled; five status relays take "
                                  "milliseconds)", actual=missing,
-           witness=excerpt(world, after_seq=seen, limit=12))
+           witness=witness(world, after_seq=seen, last=12))
     expect(all(o.ok for o in outs), expected="every command of the batch answered",
-           actual=[describe(o) for o in outs], witness=excerpt(world, after_seq=seen, limit=12))
+           actual=[describe(o) for o in outs], witness=witness(world, after_seq=seen, last=12))
 
 
 @case("WIR-013", hermes_script=Script.bundled("plain", broadcast_events=True),
@@ -208,7 +208,7 @@ async def test_outbound_profile_filter_and_owned_events(world):
            expected="only owned-session frames are forwarded, none without session_id",
            actual=f"on the other channel: {[e.get('type') for e in stray][:5]}; without "
                   f"session_id: {[e.get('type') for e in unowned][:5]}",
-           witness=excerpt(world, ch2.connection_id, limit=6))
+           witness=witness(world, ch2.connection_id, last=6))
 
 
 @case("WIR-905", start_runner=False)
@@ -256,7 +256,7 @@ async def test_command_without_a_numeric_deadline_is_not_run(world: Any) -> None
             await h.wait(WAIT + 20)
     ran = [p["search"] for p in payloads if reads(world, p)]
     expect(not ran, expected="no Hermes read for a command without a numeric expiresAt",
-           actual=ran, witness=excerpt(world, *(h.id for h in handles)))
+           actual=ran, witness=witness(world, *(h.id for h in handles)))
 
 
 CAP = 1000   # §2.6.3: an error result's message, at most

@@ -19,10 +19,10 @@ from conformance.checks.render import render_all
 from conformance.checks.translate import translate
 from conformance.marks import case
 from conformance.verdict import expect
+from conformance.witness import lines_of, witness
 from fake_server import Timings
 from fake_server.gates import ACCEPTED_FEATURES
 
-from ._helpers_process import brief
 from ._helpers_wire import (
     LOWER_UUID,
     TIMEOUT,
@@ -30,7 +30,6 @@ from ._helpers_wire import (
     describe,
     enter_tap,
     event_posted,
-    excerpt,
     http,
     http_payload,
     open_session,
@@ -75,7 +74,7 @@ async def _traffic(world):
     runner uses in normal work (poll, admit, result, event)."""
     _, out = await http(world, "/api/status", profile=None)
     expect(out.ok, expected="GET /api/status relayed", actual=describe(out),
-           witness=excerpt(world, limit=6))
+           witness=witness(world, last=6))
     ch, sid = await open_session(world)
     out = await world.cp.rpc(ch, "prompt.submit", {"session_id": sid, "text": "hello"})
     expect(out.ok, expected="prompt.submit relayed", actual=describe(out))
@@ -89,14 +88,14 @@ async def test_first_poll_carries_reset(world):
     restart)."""
     first = runner_exchanges(world, "poll")[0]
     expect(first.reset, expected="the first poll carries x-runner-reset: 1",
-           actual=f"first poll #{first.seq} reset={first.reset}", witness=excerpt(world, limit=3))
+           actual=f"first poll #{first.seq} reset={first.reset}", witness=witness(world, last=3))
     old_instance = first.instance
     await world.restart_runner()
     polls = [ex for ex in runner_exchanges(world, "poll") if ex.instance != old_instance]
     expect(polls and polls[0].reset,
            expected="the first poll after a restart carries x-runner-reset: 1",
            actual=f"first poll of the new process: {polls[0].seq if polls else None} "
-                  f"reset={polls[0].reset if polls else None}", witness=excerpt(world, limit=4))
+                  f"reset={polls[0].reset if polls else None}", witness=witness(world, last=4))
 
 
 @case("WIR-002", hermes_script="plain", start_runner=False)
@@ -113,11 +112,11 @@ async def test_every_request_is_authenticated_and_versioned(world):
            or not LOWER_UUID.match(h.get("x-runner-instance", ""))]
     expect(not bad, expected="every request: Authorization: Bearer <token>, x-runner-protocol: 1, "
                              "a lower-case UUID x-runner-instance", actual=bad[:5],
-           witness=excerpt(world, limit=5))
+           witness=witness(world, last=5))
     refused = [ex for ex in runner_exchanges(world) if ex.code in GATE_REFUSALS]
     expect(not refused, expected="no request refused by gates 1-2",
            actual=[f"#{ex.seq} {ex.route} {ex.status} {ex.code}" for ex in refused[:5]],
-           witness=excerpt(world, limit=5))
+           witness=witness(world, last=5))
     if stalled is not None:
         raise stalled
     routes = {tap.route_of(path) for path, _ in tap.requests}
@@ -137,7 +136,7 @@ async def test_no_request_carries_origin(world):
     refused = [ex for ex in runner_exchanges(world) if ex.code == "runner_unauthorized"]
     expect(not refused, expected="no request refused by gate 1 (Origin absent, token right)",
            actual=[f"#{ex.seq} {ex.route} 403 runner_unauthorized" for ex in refused[:5]],
-           witness=excerpt(world, limit=6))
+           witness=witness(world, last=6))
 
 
 @case("WIR-004", hermes_script="plain")
@@ -169,10 +168,10 @@ async def test_non_poll_requests_carry_the_delivery_epoch(world):
               if isinstance(p.response_body, dict) and p.commands}
     expect(not wrong, expected="every non-poll request carries the epoch of the poll answer "
                                "that delivered what it concerns", actual=wrong[:5],
-           witness=excerpt(world, later.id, limit=8))
+           witness=witness(world, later.id, last=8))
     expect(len(epochs) >= 2 and ok, expected="commands delivered and answered in two epochs",
            actual=f"{len(epochs)} epoch(s) delivered commands; after the change: {done}",
-           witness=excerpt(world, later.id, limit=6))
+           witness=witness(world, later.id, last=6))
 
 
 def _epoch_mismatches(world) -> list[str]:
@@ -215,7 +214,7 @@ async def test_instance_id_is_stable_and_new_after_restart(world):
     await http(world, "/api/status", profile=None)
     first = {ex.instance for ex in runner_exchanges(world)}
     expect(len(first) == 1, expected="one x-runner-instance for every request of the process",
-           actual=sorted(map(str, first)), witness=excerpt(world, limit=6))
+           actual=sorted(map(str, first)), witness=witness(world, last=6))
     seen = world.cp.history.last_seq
     await world.restart_runner()
     await http(world, "/api/status", profile=None)
@@ -223,7 +222,7 @@ async def test_instance_id_is_stable_and_new_after_restart(world):
     expect(len(later) == 1 and not (later & first),
            expected="the restarted process uses one new instance id",
            actual=f"before {sorted(map(str, first))}, after {sorted(map(str, later))}",
-           witness=excerpt(world, after_seq=seen, limit=4))
+           witness=witness(world, after_seq=seen, last=4))
 
 
 @case("WIR-006", hermes_script="plain")
@@ -240,7 +239,7 @@ async def test_no_effect_before_the_admit_is_granted(world):
     report = check(facts)
     inv2 = [v for v in report.violations if v.invariant_id == "INV-2"]
     expect(not inv2, expected="admit.seq_out < effect.seq for every effect of every command",
-           actual=render_all(inv2), witness=excerpt(world, limit=10))
+           actual=render_all(inv2), witness=witness(world, last=10))
     # And directly: the first Hermes socket opens after the gateway.open admit was answered true.
     opened = world.hermes.effects.of("ws.connected")
     admits = [ex for ex in runner_exchanges(world, "admit")
@@ -249,7 +248,7 @@ async def test_no_effect_before_the_admit_is_granted(world):
     expect(opened and first_admit is not None and first_admit < opened[0].seq,
            expected="the first ws.connected effect follows a granted admit",
            actual=f"first granted admit answered at {first_admit}, first ws.connected at "
-                  f"{opened[0].seq if opened else None}", witness=excerpt(world, limit=8))
+                  f"{opened[0].seq if opened else None}", witness=witness(world, last=8))
 
 
 @case("WIR-007", hermes_script="plain", manual_clock=True)
@@ -266,7 +265,7 @@ async def test_refused_admit_gives_no_effect(world):
         timeout=TIMEOUT + 1), "the prompt.submit's admit", TIMEOUT)
     expect(admit.route == "admit", expected="an admit asked for the prompt.submit before its result",
            actual=f"result #{admit.seq} posted without an admit",
-           witness=excerpt(world, handle.id, sid, limit=8))
+           witness=witness(world, handle.id, sid, last=8))
     when = world.clock.now() + 0.25
     await world.clock.wait_pending(when, timeout=TIMEOUT)
     world.cp.revoke_channel(ch)
@@ -278,10 +277,10 @@ async def test_refused_admit_gives_no_effect(world):
            actual=answered.response_body)
     prompts = world.hermes.effects.of("prompt.accepted", session_id=sid)
     expect(not prompts, expected="no prompt.accepted effect after a refused admit",
-           actual=[e.seq for e in prompts], witness=excerpt(world, handle.id, sid, limit=8))
+           actual=[e.seq for e in prompts], witness=witness(world, handle.id, sid, last=8))
     expect(refused_with(out, ["runner_command_not_admitted"]),
            expected="error result runner_command_not_admitted", actual=describe(out),
-           witness=excerpt(world, handle.id, limit=6))
+           witness=witness(world, handle.id, last=6))
 
 
 @case("WIR-012", hermes_script="plain", start_runner=False)
@@ -316,9 +315,9 @@ async def test_connected_polls_carry_no_reset(world: Any) -> None:
             "the next poll", NEXT_POLL)
         polls.append(ex)
         after = ex.seq
-    reset = [brief(ex) for ex in polls if ex.reset]
+    reset = lines_of(world, [ex for ex in polls if ex.reset])
     expect(not reset, expected="no x-runner-reset on the polls of a connected runner",
-           actual=reset, witness=excerpt(world, after_seq=first.seq - 1))
+           actual=reset, witness=witness(world, after_seq=first.seq - 1))
 
 
 @case("WIR-902", hermes_script="plain", start_runner=False)

@@ -2,42 +2,24 @@
 
     INV-1 violated: at most one Hermes effect per command id
       command c1 executed twice in Hermes
-      #3  control-plane deliver  command=c1 op=http epoch=e1 instance=i1
-      #9  hermes        effect   command=c1 op=file.read
-      #14 hermes        effect   command=c1 op=file.read
+      #3 cp deliver command=c1 op=http epoch=e1 instance=i1 from=history#2[0]
+      #9 hermes effect command=c1 op=file.read from=effects#9
+      #14 hermes effect command=c1 op=file.read from=effects#14
       steps:
         state = Machine(); state.enqueue_http(); state.deliver_twice()
       seed: 1234
       replay: pytest conformance -k dedupe --hypothesis-seed=1234
+
+Rules: a witness fact is one line of :func:`conformance.witness.fact_line` (the one witness
+format); this module adds only the sentence, the note, the steps, the seed and the replay.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .facts import Fact
+from ..witness import fact_line
 from .invariants import Violation
-
-_IDS = ("command_id", "connection_id", "session_id", "lease_id", "call_id", "op", "method",
-        "outcome", "code", "reason", "epoch", "instance", "profile")
-_SHORT = {"command_id": "command", "connection_id": "channel", "session_id": "session",
-          "lease_id": "lease", "call_id": "call"}
-
-
-def fact_line(f: Fact) -> str:
-    """``#seq source kind ids…`` for one fact."""
-    parts = [f"#{f.seq}", f"{f.source:<13}", f"{f.kind:<11}"]
-    for name in _IDS:
-        value = getattr(f, name)
-        if value is not None:
-            parts.append(f"{_SHORT.get(name, name)}={value}")
-    if f.profiles is not None:
-        parts.append("profiles=" + ",".join(sorted(f.profiles)))
-    if f.indeterminate:
-        parts.append("INDETERMINATE")
-    if f.raw:
-        parts.append(f"({f.raw})")
-    return " ".join(parts)
 
 
 def render(violation: Violation, *, seed: int | str | None = None, replay: str | None = None,

@@ -51,6 +51,10 @@ async def open_world(*, runner_cmd, hermes, seed, **options):
     yield World(options)
 '''
 
+#: GEN-002's witness line: one exchange in the one witness format (``conformance.witness``)
+WITNESS = ('#41 runner→cp POST result → 200 command=c-7 epoch=e-1 server_epoch=e-2 '
+           'req={"id":"c-7","result":{"status":200}} resp={"ok":true}')
+
 CASES = '''
 from conformance.marks import case
 from conformance.verdict import CaseFailed, expect
@@ -62,7 +66,7 @@ async def test_pass(world):
 @case("GEN-002")
 async def test_fail(world):
     expect(False, expected="409 runner_epoch_stale", actual="200 {\\"ok\\": true}",
-           witness=["-> POST /api/runner/result epoch=1", "<- 200 {\\"ok\\": true}"])
+           witness=[WITNESS_LINE])
 
 @case("DED-001")
 async def test_should_fail(world):
@@ -87,7 +91,7 @@ async def test_leak(world):
 @case("LIM-001")
 async def test_not_advertised(world):
     assert False, "never runs: the runner does not advertise artifact-chunks-v1"
-'''
+'''.replace("WITNESS_LINE", repr(WITNESS))
 
 
 def make_project(pytester: pytest.Pytester, cases: str = CASES) -> None:

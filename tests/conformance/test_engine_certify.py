@@ -16,11 +16,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from conformance import certify
 from conformance.results import validate
 
-from .engine_sample import CASES, CATALOGUE, SECRET, WORLD
+from .engine_sample import CASES, CATALOGUE, SECRET, WITNESS, WORLD
 
 pytest_plugins = ["pytester"]
 
@@ -154,7 +155,8 @@ def test_report_html_is_self_contained_redacted_and_escaped(bundle) -> None:
     html = (out / "report.html").read_text()
     assert SECRET not in html
     assert "token=«redacted»" in html  # the redacted transcript and witness are shown
-    assert "-&gt; POST /api/runner/result epoch=1" in html  # autoescaped, not raw markup
+    escaped = str(escape(WITNESS))
+    assert escaped != WITNESS and escaped in html  # the witness line, autoescaped, not raw markup
     assert '<details id="GEN-002" class="case" open>' in html
     assert "A stale-epoch result MUST be refused." in html
     for offline in ("<script src", "http://", "https://", "<link"):

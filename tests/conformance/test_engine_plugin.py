@@ -8,8 +8,16 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conformance import results as results_mod
+from conformance.witness import item_line
 
-from .engine_sample import SECRET, engine_args, make_project
+from .engine_sample import SECRET, WITNESS, engine_args, make_project
+
+#: the exchange GEN-002's witness line of the sample project quotes
+SAMPLE_EXCHANGE = {
+    "type": "exchange", "seq": 41, "route": "result", "method": "POST", "runner_id": "r1",
+    "instance": None, "request_epoch": "e-1", "epoch": "e-2", "reset": False, "status": 200,
+    "code": None, "request_body": {"id": "c-7", "result": {"status": 200}},
+    "response_body": {"ok": True}, "command_id": "c-7"}
 
 pytest_plugins = ["pytester"]
 
@@ -45,7 +53,8 @@ def test_expected_actual_witness_and_requirement_are_recorded(pytester: pytest.P
     gen2 = next(c for c in doc["cases"] if c["id"] == "GEN-002")
     assert gen2["expected"] == "409 runner_epoch_stale"
     assert gen2["actual"] == '200 {"ok": true}'
-    assert gen2["witness"] == ["-> POST /api/runner/result epoch=1", '<- 200 {"ok": true}']
+    assert gen2["witness"] == [WITNESS]
+    assert WITNESS == item_line(SAMPLE_EXCHANGE, home_runner="r1")  # the sample's line is the one format
     assert gen2["requirement"] == "A stale-epoch result MUST be refused."
     assert gen2["level"] == "MUST" and gen2["family"] == "generations"
     assert f"--cases GEN-002 --seed {doc['seed']}" in gen2["replay"]
@@ -53,7 +62,7 @@ def test_expected_actual_witness_and_requirement_are_recorded(pytester: pytest.P
     out = r.stdout.str()
     assert "GEN-002 [MUST] A stale-epoch result MUST be refused." in out
     assert "expected: 409 runner_epoch_stale" in out
-    assert "-> POST /api/runner/result epoch=1" in out
+    assert WITNESS in out
     assert f"seed {doc['seed']}" in out
 
 
@@ -129,13 +138,13 @@ async def test_leaks(world):
 @case("GEN-002")
 async def test_quotes_the_secret(world):
     print("debug token {SECRET}")
-    expect(False, expected="no token", actual="token={SECRET}", witness=["<- {SECRET}"])
+    expect(False, expected="no token", actual="token={SECRET}", witness=["#- runner stdout token={SECRET}"])
 '''
     make_project(pytester, cases)
     r, doc = run(pytester, "--junitxml", "out/junit.xml", "-o", "junit_logging=all")
     assert statuses(doc) == {"CFG-001": "fail", "GEN-002": "fail"}
     cfg = next(c for c in doc["cases"] if c["id"] == "CFG-001")
-    assert cfg["witness"] == ["runner stdout line 3: token=«redacted»"]
+    assert cfg["witness"] == ["#- harness leak: runner stdout line 3: token=«redacted»"]
     for name in ("results.json", "junit.xml"):
         assert SECRET not in (pytester.path / "out" / name).read_text(), name
     assert SECRET not in r.stdout.str()

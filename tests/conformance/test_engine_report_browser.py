@@ -12,6 +12,7 @@ from typing import Any
 
 from conformance.report import render_html
 from conformance.results import CaseResult, RunResults
+from conformance.witness import item_line
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
@@ -50,7 +51,8 @@ def sample() -> RunResults:
                       section="2.4", requirement="A stale-epoch result MUST be refused.",
                       status="fail", expected="409 runner_epoch_stale",
                       actual='200 {"ok": true}',
-                      witness=["#44 POST result cmd-1 → 200 " + "x" * 300],
+                      witness=[item_line({**exchange(44, "result", 200),  # a long body
+                                          "request_body": {"id": "cmd-1", "x": "x" * 300}})],
                       transcript=TRANSCRIPT,
                       replay="python -m conformance certify --runner-cmd 'node runner.mjs "
                              "--config {config}' --cases GEN-002 --seed 7")
