@@ -296,17 +296,56 @@ def selects(item: Mapping[str, Any], needles: Sequence[str], routes: frozenset[s
     return any(n in blob for n in needles)
 
 
+class Deferred(Sequence[str]):
+    """Witness lines made when first read. ``expect(cond, …, witness=witness(world, …))`` is
+    evaluated on every check, and a passing check never reads its witness; a failing one is
+    read at once (``CaseFailed`` keeps the lines), so the lines are those of that moment."""
+
+    def __init__(self, make: Callable[[], list[str]]) -> None:
+        self._make: Callable[[], list[str]] | None = make
+        self._lines: list[str] = []
+
+    def _get(self) -> list[str]:
+        if self._make is not None:
+            self._lines, self._make = self._make(), None
+        return self._lines
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._get()[i]
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __add__(self, other: Iterable[str]) -> list[str]:
+        return [*self._get(), *other]
+
+    def __radd__(self, other: Iterable[str]) -> list[str]:
+        return [*other, *self._get()]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self._get()) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+
 def witness(world: Transcribed, *needles: str | None, routes: Iterable[str] = (),
-            effects: bool = False, after_seq: int = 0, last: int = 12) -> list[str]:
+            effects: bool = False, after_seq: int = 0, last: int = 12) -> Deferred:
     """The last ``last`` lines of the world's (redacted) transcript after ``after_seq`` that
     mention one of ``needles``, are on one of ``routes`` or (``effects``) are Hermes effects;
-    every item when none of the three is given."""
+    every item when none of the three is given. Made when first read (:class:`Deferred`)."""
     keys = [n for n in needles if n]
     wanted = frozenset(routes)
-    chosen = [item for item in world.transcript()
-              if (item.get("seq") or 0) > after_seq and selects(item, keys, wanted, effects)]
-    home = _home(world)
-    return [item_line(item, home_runner=home) for item in chosen[-last:]] if last > 0 else []
+
+    def make() -> list[str]:
+        chosen = [item for item in world.transcript()
+                  if (item.get("seq") or 0) > after_seq and selects(item, keys, wanted, effects)]
+        home = _home(world)
+        return [item_line(item, home_runner=home) for item in chosen[-last:]] if last > 0 else []
+
+    return Deferred(make)
 
 
 def lines_of(world: Any, things: Iterable[Any]) -> list[str]:
@@ -318,6 +357,6 @@ def lines_of(world: Any, things: Iterable[Any]) -> list[str]:
             for t in things]
 
 
-__all__ = ["BODY", "WIDTH", "any_line", "cut", "effect_line", "exchange_line", "fact_line",
+__all__ = ["BODY", "WIDTH", "Deferred", "any_line", "cut", "effect_line", "exchange_line", "fact_line",
            "frame_line", "frame_lines", "item_line", "lifecycle_line", "line", "lines_of",
            "note_line", "output_line", "output_lines", "short_ids", "text_lines", "witness"]

@@ -220,3 +220,21 @@ def test_the_docs_failing_case_heads_with_its_catalogue_row_and_states_the_bound
     assert example[1].startswith("expected: ") and example[2].startswith("actual:   ")
     doc = " ".join((ROOT / "docs" / "certification.md").read_text(encoding="utf-8").split())
     assert f"cut to {BODY} characters, a line to {WIDTH}" in doc
+
+
+def test_a_witness_is_made_only_when_read() -> None:
+    """A passing ``expect`` never reads its witness: the transcript is not walked for it."""
+    from conformance import witness as wl
+
+    reads: list[int] = []
+
+    class World:
+        def transcript(self) -> list[dict[str, object]]:
+            reads.append(1)
+            return [{"type": "exchange", "seq": 3, "route": "poll", "method": "GET",
+                     "status": 200}]
+
+    lines = wl.witness(World(), routes=("poll",))
+    assert reads == []
+    assert len(lines) == 1 and lines[0].startswith("#3 ") and reads == [1]
+    assert list(lines) == lines and lines + ["x"] == [lines[0], "x"] and reads == [1]
