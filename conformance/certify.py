@@ -39,7 +39,8 @@ from .bounds import MultiplierError, set_multiplier
 from .bounds import parse as parse_multiplier
 from .catalogue import CATALOGUE, PROFILES, case_patterns
 from .environment import install_line, missing
-from .plugin import DEFAULT_RUNNER_CMD, load_catalogue
+from .plugin import load_catalogue
+from .reference_cmd import REFERENCE_RUNNER_CMD
 from .results import VERDICT_BY_NAME, ResultsError, RunResults
 from .results import load as load_results
 from .shards import ShardError
@@ -375,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         args = parser().parse_args(argv)
-        args.runner_cmd = args.runner_cmd or [DEFAULT_RUNNER_CMD]
+        args.runner_cmd = args.runner_cmd or [REFERENCE_RUNNER_CMD]
         check(args)
         if args.jobs is None:  # a soak's rounds run its PROP-* and FLT-* cases only
             args.jobs = default_jobs(argparse.Namespace(

@@ -11,8 +11,8 @@ Rules of this module:
   :data:`TIMEOUT_CATCHES`, where a ``timeout`` still counts (a debt: each such case should read
   the evidence after its bound and fail with a witness). A declared case absent from the catalogue is *missing*
   (not written yet); with no engine at all every case is missing.
-- The reference runner (``python -m runner_ref``) runs the union of the declared cases that
-  exist, and must pass every one of them.
+- The reference runner (``python -m runner_ref``, conformance/reference_cmd.py) runs the union
+  of the declared cases that exist, and must pass every one of them.
 - ``python -m negative_controls.verify [NAME …] [-j N]`` prints the table control → catching
   cases → verdict and exits 1 when a control escapes or the reference fails a case.
 """
@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 
 from .control import Control
 from .registry import BY_NAME, CONTROLS
@@ -66,9 +68,10 @@ def catalogued() -> set[str]:
 
 
 def runner_cmd(control: str | None) -> str:
-    py = shlex.quote(sys.executable)
+    """The control's ``--runner-cmd``; ``None`` is the reference runner."""
     if control is None:
-        return f"{py} -m runner_ref --config {{config}}"
+        return REFERENCE_RUNNER_CMD
+    py = shlex.quote(sys.executable)
     return f"{py} -m negative_controls {shlex.quote(control)} --config {{config}}"
 
 
