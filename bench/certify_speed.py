@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import resource
-import shlex
 import statistics
 import subprocess
 import sys
@@ -29,10 +28,10 @@ import time
 from pathlib import Path
 
 from conformance.certify import WORKERS_PER_CORE
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 from conformance.worlds import open_world
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
 
 
 async def startup_floor(runner_cmd: str, starts: int) -> list[float]:
@@ -70,7 +69,7 @@ def run_certify(runner_cmd: str, profile: str,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runner-cmd", default=DEFAULT_CMD)
+    ap.add_argument("--runner-cmd", default=REFERENCE_RUNNER_CMD)
     ap.add_argument("--profile", default="core")
     ap.add_argument("-j", "--jobs", type=int, default=(os.cpu_count() or 1) * WORKERS_PER_CORE,
                     help="certify's -j (default: certify's own for a whole profile, "

@@ -13,6 +13,7 @@ from typing import Any
 
 from conformance.adapter import RunnerUnderTest
 from conformance.process import Process, scrubbed_env
+from conformance.reference_cmd import reference_runner_cmd
 
 REPO = Path(__file__).resolve().parents[1]  # the checkout whose runner_ref the subprocesses run
 
@@ -56,12 +57,11 @@ class Runner:
                  switch_interval: float | None = None, src: Path = REPO) -> None:
         self.workdir, self.profile = workdir, profile
         self.src = src  # the directory holding the runner_ref package (A/B against a copy)
-        py = shlex.quote(sys.executable)
-        template = f"{py} -m runner_ref --config {{config}}"
+        template = reference_runner_cmd()
         if profile:
-            out = shlex.quote(str(Path(profile).resolve()))
-            template = f"{py} -m cProfile -o {out} -m runner_ref --config {{config}}"
+            template = reference_runner_cmd("-m", "cProfile", "-o", str(Path(profile).resolve()))
         elif switch_interval is not None:
+            py = shlex.quote(sys.executable)
             code = ("import runpy, sys; sys.setswitchinterval(float(sys.argv[1])); "
                     "sys.argv = ['runner_ref', *sys.argv[2:]]; "
                     "runpy.run_module('runner_ref', run_name='__main__', alter_sys=True)")

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import statistics
-import sys
 import time
 
 from conformance import hypothesis_profiles
@@ -27,8 +25,7 @@ from conformance.kept_worlds import Pool
 from conformance.machines.families import MACHINES
 from conformance.machines.rig import Rig
 from conformance.machines.run import run_machine
-
-REF = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 
 
 def startup_floor(runner_cmd: str, runs: int) -> float:
@@ -58,7 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="ci", choices=sorted(hypothesis_profiles.PROFILES))
     ap.add_argument("--families", default=",".join(MACHINES))
-    ap.add_argument("--runner-cmd", default=REF)
+    ap.add_argument("--runner-cmd", default=REFERENCE_RUNNER_CMD)
     ap.add_argument("--floor-runs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--fresh", action="store_true",

@@ -39,9 +39,11 @@ from .bounds import MultiplierError, set_multiplier
 from .bounds import parse as parse_multiplier
 from .catalogue import CATALOGUE, PROFILES, case_patterns
 from .environment import install_line, missing
-from .plugin import DEFAULT_RUNNER_CMD, load_catalogue
+from .plugin import load_catalogue
+from .reference_cmd import REFERENCE_RUNNER_CMD
 from .results import VERDICT_BY_NAME, ResultsError, RunResults
 from .results import load as load_results
+from .session_cmd import Options, ini_text, session_argv
 from .shards import ShardError
 from .shards import parse as parse_shard
 from .transcripts import DEFAULT as TRANSCRIPTS
@@ -249,56 +251,37 @@ def default_jobs(args: argparse.Namespace, cores: int | None = None) -> int:
     return max(1, min(workers, selected // CASES_PER_WORKER))
 
 
+#: the checkout holding the conformance package: the shipped suite's ``--rootdir``
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def session_options(args: argparse.Namespace, cmd: str, out: Path) -> Options:
+    """The conformance options of one certify session of ``cmd`` writing to ``out``."""
+    return Options(
+        runner_cmd=cmd, out=str(out), hermes=args.hermes, profile=args.profile, seed=args.seed,
+        transcripts=getattr(args, "transcripts", TRANSCRIPTS), cases=args.cases,
+        baseline=args.baseline, exitfirst=args.exitfirst,
+        example_dbs=tuple(getattr(args, "example_db", [])),
+        soak=getattr(args, "soak_round", False), fresh_worlds=args.fresh_worlds,
+        skip_unavailable=args.skip_unavailable, timeout_multiplier=args.timeout_multiplier,
+        runner_files=tuple(args.runner_file), shard=getattr(args, "shard", None),
+        durations=getattr(args, "durations", None), catalogue=args.catalogue, world=args.world)
+
+
 def pytest_args(args: argparse.Namespace, cmd: str, out: Path, ini: Path) -> list[str]:
-    if args.suite:
-        where = [args.suite]
-    else:
-        # Our cases judge with expect()/CaseFailed, never with an assert's introspection, and use
-        # neither respx nor anyio: no assertion rewriting (every module of the distribution would
-        # be rewritten in each worker) and two plugins fewer to import.
-        where = ["--pyargs", "conformance.cases",
-                 "--rootdir", str(Path(__file__).resolve().parent.parent),
-                 "--assert=plain", "-p", "no:respx", "-p", "no:anyio"]
-    a = [*where, "-c", str(ini), "-p", "conformance.plugin", "-p", "no:cacheprovider", "-p", "no:benchmark",
-         "-p", "no:terminal", "--runner-cmd", cmd, "--hermes", args.hermes,
-         "--conformance-profile", args.profile, "--conformance-out", str(out),
-         "--conformance-seed", str(args.seed),
-         "--conformance-transcripts", getattr(args, "transcripts", TRANSCRIPTS), "--junitxml", str(out / "junit.xml"),
-         "-o", "junit_suite_name=runner-conformance", "-o", "junit_logging=no"]
-    if args.cases:
-        a += ["--conformance-cases", args.cases]
-    if args.baseline:
-        a += ["--conformance-baseline", args.baseline]
-    if args.exitfirst:
-        a += ["--conformance-exitfirst"]
-    for db in getattr(args, "example_db", []):
-        a += ["--conformance-example-db", db]
-    if getattr(args, "soak_round", False):
-        a += ["--conformance-soak"]
-    if args.fresh_worlds:
-        a += ["--conformance-fresh-worlds"]
-    if args.skip_unavailable:
-        a += ["--conformance-skip-unavailable"]
-    if args.timeout_multiplier is not None:
-        a += ["--timeout-multiplier", repr(args.timeout_multiplier)]
+    """certify's session (conformance/session_cmd.py): no terminal reporter (the progress
+    display reports), junit.xml in ``out``, ``-j`` workers."""
+    extra = ["-p", "no:terminal", "--junitxml", str(out / "junit.xml"),
+             "-o", "junit_suite_name=runner-conformance", "-o", "junit_logging=no"]
     if args.jobs > 1:
         # worksteal: a worker that runs dry takes queued cases from the other, so one long
         # case (a fault-matrix row) near the end does not leave a core idle.
-        a += ["-n", str(args.jobs), "--dist", "worksteal"]
-    for f in args.runner_file:
-        a += ["--runner-file", f]
-    if getattr(args, "shard", None):
-        a += ["--conformance-shard", args.shard]
-    if getattr(args, "durations", None):
-        a += ["--conformance-durations", args.durations]
-    if args.catalogue:
-        a += ["--conformance-catalogue", args.catalogue]
-    if args.world:
-        a += ["--conformance-world", args.world]
-    return a
+        extra += ["-n", str(args.jobs), "--dist", "worksteal"]
+    return session_argv(session_options(args, cmd, out), ini=str(ini), rootdir=str(ROOT),
+                        suite=args.suite, extra=extra)
 
 
-INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+INI = ini_text()
 
 
 def run_one(args: argparse.Namespace, cmd: str, out: Path) -> RunResults | None:
@@ -339,6 +322,8 @@ def soak_one(args: argparse.Namespace, cmd: str, out: Path) -> RunResults | None
 
         dump(results, out / "results.json")
     return results
+
+
 def runner_identity(cmd: str, files: list[str]) -> dict[str, Any]:
     """What the certificate says the runner is: its command, ``--version`` line, file digests."""
     from .report.certificate import runner_version, sha256_files
@@ -375,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         args = parser().parse_args(argv)
-        args.runner_cmd = args.runner_cmd or [DEFAULT_RUNNER_CMD]
+        args.runner_cmd = args.runner_cmd or [REFERENCE_RUNNER_CMD]
         check(args)
         if args.jobs is None:  # a soak's rounds run its PROP-* and FLT-* cases only
             args.jobs = default_jobs(argparse.Namespace(

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import base64
 import json
-import shlex
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -32,9 +31,9 @@ from urllib.parse import urlencode
 from fake_server import Timings
 
 from .adapter import AdapterError, split_template
+from .reference_cmd import REFERENCE_RUNNER_CMD
 from .worlds import open_world
 
-DEFAULT_RUNNER_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
 PROFILE = "default"
 
 
@@ -272,7 +271,7 @@ async def run_demo(runner_cmd: str, out_dir: Path, *, quiet: bool = False) -> De
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance demo")
-    parser.add_argument("--runner-cmd", default=DEFAULT_RUNNER_CMD,
+    parser.add_argument("--runner-cmd", default=REFERENCE_RUNNER_CMD,
                         help="command template; {config} is replaced by the runner.json path")
     parser.add_argument("--out", default="reports/demo", type=Path)
     args = parser.parse_args(argv)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-import sys
 from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +45,7 @@ from .judge import STATE, CaseState, judge_phase, load_object, merge
 from .junit import rewrite as rewrite_junit
 from .kept_worlds import KEEPABLE_WORLD, keeps_worlds, shares_world, world_key
 from .marks import ANY_HERMES, LONG, MARK, case_mark, is_long, runs_on_any_hermes
+from .reference_cmd import REFERENCE_RUNNER_CMD
 from .results import CaseResult, RunResults, combine, dump, redact, redact_data, verdict_line
 from .run_order import case_order
 from .shards import ShardError
@@ -56,8 +56,6 @@ from .verdict import NOT_RUN, CaseFailed
 
 DEFAULT_CATALOGUE = "conformance.catalogue:CATALOGUE"
 DEFAULT_WORLD = KEEPABLE_WORLD  # conformance.worlds:open_world
-#: The reference runner, as a command string only: the suite never imports it.
-DEFAULT_RUNNER_CMD = f"{shlex.quote(sys.executable)} -m runner_ref --config {{config}}"
 HARNESS_VERSION = "0.1.0"
 
 
@@ -137,7 +135,7 @@ class Conformance:
         except TypeError as exc:
             raise pytest.UsageError(f"--conformance-catalogue {exc}") from None
         self.world_spec: str = opt.conformance_world or config.getini("conformance_world")
-        self.runner_cmd: str = opt.runner_cmd or DEFAULT_RUNNER_CMD
+        self.runner_cmd: str = opt.runner_cmd or REFERENCE_RUNNER_CMD
         self.profile: str = opt.conformance_profile
         self.patterns = case_patterns(opt.conformance_cases)
         self.baseline_path: str | None = opt.conformance_baseline

@@ -1,25 +1,25 @@
 """The self-test's driver: run each control's catching cases through the conformance engine.
 
 Rules of this module:
-- A control is run as a black box, like any vendor runner: one pytest session of the suite
-  (``pytest --pyargs conformance.cases -p conformance.plugin``) with
+- A control is run as a black box, like any vendor runner: one pytest session of the suite,
+  built by the same builder as certify's (conformance/session_cmd.py; quiet, and its ini bounds
+  each case with pytest-timeout's ``timeout = 180``), with
   ``--runner-cmd "<python> -m negative_controls NAME --config {config}"``, the control's case IDs
   as ``--conformance-cases`` and ``--conformance-out``; the verdicts are read from the
   session's ``results.json`` (one session per control, never one per case).
 - A declared case is *caught* when its status is ``fail``; ``pass``, ``not-applicable``,
   ``error``, ``timeout`` or a case that did not run is *escaped* — except the flagged pairs of
   :data:`TIMEOUT_CATCHES`, where a ``timeout`` still counts (a debt: each such case should read
-  the evidence after its bound and fail with a witness). A declared case absent from the catalogue is *missing*
-  (not written yet); with no engine at all every case is missing.
-- The reference runner (``python -m runner_ref``) runs the union of the declared cases that
-  exist, and must pass every one of them.
+  the evidence after its bound and fail with a witness). A declared case absent from the
+  catalogue is *missing* (not written yet).
+- The reference runner (``python -m runner_ref``, conformance/reference_cmd.py) runs the union
+  of the declared cases that exist, and must pass every one of them.
 - ``python -m negative_controls.verify [NAME …] [-j N]`` prints the table control → catching
   cases → verdict and exits 1 when a control escapes or the reference fails a case.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import shlex
@@ -32,43 +32,31 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.catalogue import CATALOGUE
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
+from conformance.session_cmd import Options, ini_text, session_argv
+
 from .control import Control
 from .registry import BY_NAME, CONTROLS
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION_TIMEOUT = 900.0
-INI = ("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
-       "timeout = 180\n")
-NO_ENGINE = "the conformance engine (conformance.plugin) is not on this branch yet"
+#: pytest-timeout's bound of one case in the self-test's sessions (seconds)
+CASE_TIMEOUT = 180
+INI = ini_text(timeout=CASE_TIMEOUT)
 NOT_WRITTEN = "case not written yet"
 
 
-def engine_missing() -> str | None:
-    """Why the engine cannot run here, or None. The plugin must sit in the same ``conformance``
-    package as the one imported (an editable install of another checkout could otherwise mix
-    two versions of the suite)."""
-    try:
-        pkg = importlib.import_module("conformance")
-        if pkg.__file__ is None or not (Path(pkg.__file__).parent / "plugin.py").is_file():
-            return NO_ENGINE
-        importlib.import_module("conformance.catalogue")
-    except ImportError:
-        return NO_ENGINE
-    return None
-
-
 def catalogued() -> set[str]:
-    """The case IDs of the catalogue (empty without the engine)."""
-    if engine_missing():
-        return set()
-    cat = importlib.import_module("conformance.catalogue").CATALOGUE
-    return set(cat.ids())
+    """The case IDs of the catalogue."""
+    return set(CATALOGUE.ids())
 
 
 def runner_cmd(control: str | None) -> str:
-    py = shlex.quote(sys.executable)
+    """The control's ``--runner-cmd``; ``None`` is the reference runner."""
     if control is None:
-        return f"{py} -m runner_ref --config {{config}}"
+        return REFERENCE_RUNNER_CMD
+    py = shlex.quote(sys.executable)
     return f"{py} -m negative_controls {shlex.quote(control)} --config {{config}}"
 
 
@@ -94,6 +82,12 @@ def _why(case: dict[str, object]) -> str:
     return detail[-1][:160] if detail else ""
 
 
+def pytest_args(cmd: str, ids: Iterable[str], out: Path, ini: Path) -> list[str]:
+    """The session of ``ids`` against ``cmd`` (conformance/session_cmd.py), quiet."""
+    options = Options(runner_cmd=cmd, out=str(out), cases=",".join(ids))
+    return session_argv(options, ini=str(ini), rootdir=str(ROOT), extra=["-q"])
+
+
 def run_cases(cmd: str, ids: Iterable[str], timeout: float = SESSION_TIMEOUT) -> dict[str, Outcome]:
     """One pytest session of the suite for ``ids`` against ``cmd``: case id → outcome."""
     ids = sorted(set(ids))
@@ -103,11 +97,7 @@ def run_cases(cmd: str, ids: Iterable[str], timeout: float = SESSION_TIMEOUT) ->
         out = Path(tmp) / "out"
         ini = Path(tmp) / "pytest.ini"
         ini.write_text(INI)
-        argv = [sys.executable, "-m", "pytest", "--pyargs", "conformance.cases",
-                "--rootdir", str(ROOT), "-c", str(ini), "-p", "conformance.plugin",
-                "-p", "no:cacheprovider", "-p", "no:respx", "-p", "no:anyio", "-q",
-                "--assert=plain", "--runner-cmd", cmd,
-                "--conformance-cases", ",".join(ids), "--conformance-out", str(out)]
+        argv = [sys.executable, "-m", "pytest", *pytest_args(cmd, ids, out, ini)]
         proc = subprocess.run(argv, cwd=tmp, env=_env(), capture_output=True, text=True,
                               timeout=timeout, check=False)
         try:
@@ -164,11 +154,9 @@ class Verdict:
 
 def verify(control: Control, known: set[str] | None = None) -> Verdict:
     """Run ``control``'s declared cases against it."""
-    why = engine_missing()
     known = catalogued() if known is None else known
-    v = Verdict(control.name, control.cases)
-    v.missing = [c for c in control.cases if why or c not in known]
-    v.reason = why or NOT_WRITTEN
+    v = Verdict(control.name, control.cases, reason=NOT_WRITTEN)
+    v.missing = [c for c in control.cases if c not in known]
     present = [c for c in control.cases if c not in v.missing]
     start = time.monotonic()
     v.outcomes = run_cases(runner_cmd(control.name), present)
@@ -181,11 +169,9 @@ def verify_reference(controls: Iterable[Control] = CONTROLS,
     """The reference runner against the union of the declared cases that exist."""
     rows = list(controls)
     declared = tuple(sorted({c for row in rows for c in row.cases}))
-    why = engine_missing()
     known = catalogued() if known is None else known
-    v = Verdict("(reference runner_ref)", declared)
-    v.missing = [c for c in declared if why or c not in known]
-    v.reason = why or NOT_WRITTEN
+    v = Verdict("(reference runner_ref)", declared, reason=NOT_WRITTEN)
+    v.missing = [c for c in declared if c not in known]
     start = time.monotonic()
     v.outcomes = run_cases(runner_cmd(None), [c for c in declared if c not in v.missing])
     v.seconds = time.monotonic() - start

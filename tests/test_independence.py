@@ -50,7 +50,8 @@ SANS_IO: tuple[str, ...] = (
     "runner_ref.teamtools.gates", "runner_ref.teamtools.call_rules", "runner_ref.teamtools.ids",
     "conformance.checks.*",
     "conformance.catalogue", "conformance.case_row", "conformance.rows.*", "conformance.programs",
-    "conformance.shards", "conformance.witness",
+    "conformance.shards", "conformance.witness", "conformance.session_cmd",
+    "conformance.reference_cmd",
 )
 
 IO_MODULES = frozenset({

@@ -16,7 +16,7 @@ import pytest
 from fake_server import ControlPlane, Timings
 
 from ..adapter import RunnerUnderTest
-from ..plugin import DEFAULT_RUNNER_CMD
+from ..reference_cmd import REFERENCE_RUNNER_CMD
 from ..results import redact
 from .scenario import ADMINS, PROFILE
 
@@ -29,7 +29,7 @@ def runner_command(config: pytest.Config) -> str:
         given = config.getoption("runner_cmd")
     except ValueError:          # the conformance plugin is not loaded
         given = None
-    return str(given or DEFAULT_RUNNER_CMD)
+    return str(given or REFERENCE_RUNNER_CMD)
 
 
 @dataclass

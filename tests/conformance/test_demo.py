@@ -11,12 +11,12 @@ import pytest
 
 from conformance.adapter import RunnerStartError, TemplateError
 from conformance.demo import main, run_demo
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 
 
 @pytest.mark.slow  # end to end: the whole walkthrough, a server restart and reconnect included
 async def test_demo_passes_on_reference_runner(tmp_path: Path) -> None:
-    report = await run_demo(f"{sys.executable} -m runner_ref --config {{config}}", tmp_path,
-                            quiet=True)
+    report = await run_demo(REFERENCE_RUNNER_CMD, tmp_path, quiet=True)
     failed = [(s.name, s.detail) for s in report.steps if s.status != "pass"]
     assert failed == []
     assert report.exit_code == 0

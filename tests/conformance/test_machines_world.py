@@ -3,7 +3,6 @@ path: a violation fails the run with its minimal witness, the seed, the replay a
 
 from __future__ import annotations
 
-import sys
 from typing import ClassVar
 
 import pytest
@@ -16,8 +15,9 @@ from conformance.machines.base import WorldMachine
 from conformance.machines.families import DedupeMachine
 from conformance.machines.rig import Rig
 from conformance.machines.run import MachineFailed, run_machine
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 
-REF = f"{sys.executable} -m runner_ref --config {{config}}"
+REF = REFERENCE_RUNNER_CMD
 
 
 def test_a_machine_run_passes_and_counts_steps() -> None:

@@ -5,19 +5,19 @@ the schema refuses an item of no known type; the one redactor's rules."""
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import jsonschema
 import pytest
 
 from conformance.casefixtures import transcript_of
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 from conformance.results import CaseResult, RunResults, validate
 from conformance.secrets import MIN_SECRET, REDACTED, Secrets, redact, redact_data
 from conformance.transcripts import keep
 from conformance.worlds import open_world
 
-REF = f"{sys.executable} -m runner_ref --config {{config}}"
+REF = REFERENCE_RUNNER_CMD
 
 
 def doc_with(transcript: list[Any], digest: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import inspect
 import json
-import sys
 
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 from conformance.secrets import REDACTED
 from conformance.worlds import open_world
 from fake_server import ControlPlane
 from fixtures import ScriptedHermes
 
-REF = f"{sys.executable} -m runner_ref --config {{config}}"
+REF = REFERENCE_RUNNER_CMD
 
 
 async def test_world_runs_the_reference_runner_and_redacts_its_transcript() -> None:

@@ -19,10 +19,11 @@ from conformance import hypothesis_profiles
 from conformance.checks.witness import is_minimal
 from conformance.machines.families import MACHINES
 from conformance.machines.run import MachineFailed, run_machine
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 from conformance.rows.properties import JUDGED_BY, MACHINE_OF
 from negative_controls.registry import BY_NAME, PROPERTY_CONTROLS
 
-REF = f"{sys.executable} -m runner_ref --config {{config}}"
+REF = REFERENCE_RUNNER_CMD
 SEED = 1
 
 #: control → (family machine, {invariant: witness fact kinds in seq order})

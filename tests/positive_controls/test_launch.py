@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 from conformance.worlds import open_world
 from positive_controls.verify import ROOT, runner_cmd
 
@@ -48,7 +49,7 @@ async def _extension_code(cmd: str) -> str | None:
 async def test_an_open_choice_is_visible_to_the_control_plane() -> None:
     """Over real sockets: an extension kind is 409 for the reference runner and 400
     runner_command_unknown for the control (both allowed, docs/protocol.md §3)."""
-    assert await _extension_code(f"{sys.executable} -m runner_ref --config {{config}}") \
+    assert await _extension_code(REFERENCE_RUNNER_CMD) \
         == "runner_feature_unavailable"
     assert await _extension_code(runner_cmd("extension-kind-unknown", 1)) \
         == "runner_command_unknown"

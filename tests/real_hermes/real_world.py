@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 
 from conformance.adapter import RunnerUnderTest
-from conformance.plugin import DEFAULT_RUNNER_CMD
+from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 from fake_server import Channel, ControlPlane, Timings
 from fixtures.real_hermes import ModelServer, RealHermes, Script
 
@@ -61,7 +61,7 @@ async def real_world(script: Script, *, plugin: bool = True,
         timings["hermes_start_s"] = round(hermes.startup_seconds or 0.0, 2)
         reg = await cp.register_runner(name="real", allowed_profiles=["default"])
         await cp.create_account("alice", allowed_profiles=["default"])
-        runner = RunnerUnderTest(DEFAULT_RUNNER_CMD, reg.runner_config(hermes_url=hermes.url))
+        runner = RunnerUnderTest(REFERENCE_RUNNER_CMD, reg.runner_config(hermes_url=hermes.url))
         t0 = time.monotonic()
         await runner.start()
         try:
