@@ -42,6 +42,7 @@ from .process import (
     scrubbed_env,
     write_clock_offset,
 )
+from .scratch import scratch_dir
 from .secrets import Leak, Secrets
 
 T = TypeVar("T")
@@ -131,7 +132,7 @@ class RunnerUnderTest:
     def directory(self) -> Path:
         """The private temp directory holding runner.json (created on first use)."""
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="runner-under-test-"))
+            self._dir = Path(tempfile.mkdtemp(prefix="runner-under-test-", dir=scratch_dir()))
         return self._dir
 
     @property

@@ -1,5 +1,5 @@
 """Where a world keeps its files: the runner's state directory, the control plane's store, the
-scripted Hermes' files (sans-IO but for reading the environment and the file system's size).
+scripted Hermes' files. Reads the environment and the candidates' free space, nothing else.
 
 Rules:
 - ``CONFORMANCE_SCRATCH=DIR`` names the directory; an explicit ``TMPDIR`` is the user's choice

@@ -37,6 +37,7 @@ from fixtures.hermes import ScriptedHermes
 
 from .adapter import RunnerUnderTest
 from .admin_client import AdminClient, Registered
+from .scratch import scratch_dir
 from .secrets import Leak, Secrets
 
 ONLINE_TIMEOUT = 20.0
@@ -104,11 +105,12 @@ class World:
         await self.close()
 
     async def _start(self) -> None:
-        self._work = Path(tempfile.mkdtemp(prefix="conformance-world-"))
+        self._work = Path(tempfile.mkdtemp(prefix="conformance-world-", dir=scratch_dir()))
         self.artifact_root = self._work / "artifacts"
         self.artifact_root.mkdir()
         seq = {"sequence": self.sequence}
         cp_kw: dict[str, Any] = {"timings": self.timings, "admin_profiles": self.profiles,
+                                 "db_path": self._work / "control-plane.sqlite3",
                                  **(seq if _accepts(ControlPlane, "sequence") else {})}
         if self.clock is not None:
             cp_kw["clock"] = self.clock
