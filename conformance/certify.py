@@ -40,14 +40,16 @@ from .bounds import parse as parse_multiplier
 from .catalogue import CATALOGUE, PROFILES, case_patterns
 from .environment import install_line, missing
 from .plugin import load_catalogue
+from .process import kill_leftover_groups
 from .reference_cmd import REFERENCE_RUNNER_CMD
-from .results import VERDICT_BY_NAME, ResultsError, RunResults
+from .results import VERDICT_BY_NAME, ResultsError, RunResults, dump
 from .results import load as load_results
 from .session_cmd import Options, ini_text, session_argv
 from .shards import ShardError
 from .shards import parse as parse_shard
 from .transcripts import DEFAULT as TRANSCRIPTS
 from .transcripts import POLICIES
+from .unrun import padded
 
 USAGE = """\
 python -m conformance certify --runner-cmd "CMD … {config} …" [--runner-cmd …]
@@ -296,11 +298,37 @@ def run_one(args: argparse.Namespace, cmd: str, out: Path) -> RunResults | None:
         ini.write_text(INI)
         progress = Progress(enabled=not args.no_progress, label=cmd)
         with progress:
-            pytest.main(pytest_args(args, cmd, out, ini), plugins=[progress])
+            code = pytest.main(pytest_args(args, cmd, out, ini), plugins=[progress])
+    if code == pytest.ExitCode.INTERRUPTED:
+        # a case stopped mid-way never closed its world: its runner would keep this process
+        # (the threads that wait on it) alive after the bundle is written
+        kill_leftover_groups()
     try:
-        return load_results(out / "results.json")
+        results = load_results(out / "results.json")
     except ResultsError:
         return None
+    whole = pad_unrun(args, results, interrupted=code == pytest.ExitCode.INTERRUPTED)
+    if whole is not results:
+        dump(whole, out / "results.json")
+    return whole
+
+
+def pad_unrun(args: argparse.Namespace, results: RunResults, *, interrupted: bool) -> RunResults:
+    """The run with a ``not-run`` record for each selected case it did not record
+    (conformance/unrun.py): a run stopped early never passes by leaving cases out."""
+    catalogue = load_catalogue(args.catalogue) if args.catalogue else CATALOGUE
+    expected = {row.id for row in catalogue.selection(args.profile, case_patterns(args.cases))}
+    if getattr(args, "shard", None):
+        if results.shard is None:
+            return results  # the shard's share is unknown here; merge pads what it recorded
+        expected &= set(results.shard["cases"])
+    why = ("the session was interrupted (Ctrl-C, SIGINT) before it ran this case"
+           if interrupted else "the session ended without running this case (-x, or a worker "
+           "broke)")
+    results, added = padded(results, expected, catalogue, f"not-run: {why}")
+    if added:
+        print(f"certify: {added} selected case(s) did not run: {why}", file=sys.stderr)
+    return results
 
 
 def soak_one(args: argparse.Namespace, cmd: str, out: Path) -> RunResults | None:

@@ -31,7 +31,7 @@ from .catalogue import CATALOGUE
 from .results import VERDICT_BY_NAME, CaseResult, ResultsError, RunResults, dump
 from .results import load as load_results
 from .shards import fingerprint
-from .verdict import NOT_RUN
+from .unrun import not_run
 
 #: (what differs, its value in a shard's bundle) that every shard of one run shares
 SAME: tuple[tuple[str, Callable[[Part], Any]], ...] = (
@@ -126,16 +126,9 @@ def unrecorded(part: Part) -> list[CaseResult]:
     """A ``not-run`` record for each case assigned to ``part`` that its results do not have (a
     shard stopped early: ``-x``, or a broken session), so a merged run never passes by omission."""
     have = {c.id for c in part.results.cases}
-    out = []
-    for cid in sorted(set(part.shard["cases"]) - have):
-        row = CATALOGUE.get(cid)
-        out.append(CaseResult(
-            id=cid, level=row.level if row else "MUST", family=row.family if row else "unknown",
-            feature=row.feature if row else "core", section=row.section if row else "",
-            requirement=row.requirement if row else "", status=NOT_RUN,
-            detail=f"not-run: assigned to {part.name}, whose results.json has no record of it "
-                   "(the shard stopped early: -x, or its session broke)"))
-    return out
+    return not_run(set(part.shard["cases"]) - have, CATALOGUE,
+                   f"not-run: assigned to {part.name}, whose results.json has no record of it "
+                   "(the shard stopped early: -x, or its session broke)")
 
 
 def merged(parts: list[Part]) -> RunResults:

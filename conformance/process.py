@@ -53,7 +53,7 @@ def _start_time(pid: int) -> str | None:
 
 
 @atexit.register
-def _kill_leftover_groups() -> None:
+def kill_leftover_groups() -> None:
     """A last resort for a caller that never reaped: SIGKILL each group still ours — its leader
     is the process we started (same start time), or the leader is gone and members remain (a
     live group's id is never handed out again, so those members are ours)."""

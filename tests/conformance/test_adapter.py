@@ -260,12 +260,12 @@ async def test_identity(tmp_path: Path) -> None:
 
 
 async def test_the_exit_hook_kills_a_group_nobody_reaped() -> None:
-    from conformance.process import _kill_leftover_groups
+    from conformance.process import kill_leftover_groups
 
     proc = await Process([PY, "-c", STUBBORN]).start()
     try:
         line = await proc.wait_line("grandchild", 20, stream="stdout")
-        _kill_leftover_groups()
+        kill_leftover_groups()
         assert await proc.wait(20) == -signal.SIGKILL
         grandchild = int(line.split()[1])
         # SIGKILL is delivered when the grandchild next runs: under load it may still show as

@@ -1,0 +1,82 @@
+"""A run never passes by leaving cases out (conformance/unrun.py): certify pads what its session
+did not record as not-run, an interrupted certify ends INCOMPLETE (exit 3) and leaves no runner
+behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conformance.catalogue import CATALOGUE
+from conformance.results import CaseResult, RunResults
+from conformance.unrun import NOT_RUN, padded
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(*ids: str) -> RunResults:
+    cases = [CaseResult(id=i, level="MUST", family="dedupe", feature="core", section="4",
+                        requirement="r", status="pass") for i in ids]
+    return RunResults(runner_cmd="r", profile="core", harness_version="v", started="t", seed=1,
+                      cases=cases)
+
+
+def test_missing_selected_cases_are_padded_not_run() -> None:
+    whole, added = padded(_run("DED-002"), ["DED-001", "DED-002", "DED-003"], CATALOGUE, "why")
+    assert added == 2
+    assert [(c.id, c.status) for c in whole.cases] == [
+        ("DED-001", NOT_RUN), ("DED-002", "pass"), ("DED-003", NOT_RUN)]
+    assert whole.cases[0].level == CATALOGUE.get("DED-001").level  # type: ignore[union-attr]
+    assert whole.verdict() == "incomplete"
+
+
+def test_a_complete_run_is_left_as_it_is() -> None:
+    run = _run("DED-001")
+    assert padded(run, ["DED-001"], CATALOGUE, "why") == (run, 0)
+
+
+def _runners_under(pid: int) -> set[int]:
+    """The pids of runner processes started by ``pid``'s descendants (in their own groups)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"runner_ref" in cmd and ppid == pid:
+            found.add(int(entry.name))
+    return found
+
+
+def test_an_interrupted_certify_is_incomplete_and_leaves_no_runner(tmp_path: Path) -> None:
+    """SIGINT (Ctrl-C) while a case runs: exit 3, the unrun cases not-run in results.json, no
+    PASS on what was judged, and the process ends (its runner killed)."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "conformance", "certify", "--cases", "DED-*", "-j", "1",
+         "--no-progress", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (runners := _runners_under(proc.pid)):  # a case is running: interrupt it
+            assert proc.poll() is None and time.monotonic() < deadline, "no runner started"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGINT)
+        rest = proc.communicate(timeout=60)[0]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 3, rest
+    doc = json.loads((out / "results.json").read_text())
+    statuses = {c["id"]: c["status"] for c in doc["cases"]}
+    assert len(statuses) == 9 and NOT_RUN in statuses.values(), statuses
+    assert "INCOMPLETE" in rest and "PASS " not in rest
+    assert not any(Path(f"/proc/{pid}").exists() for pid in runners)
