@@ -11,6 +11,8 @@ Rules:
 - :func:`give_back` keeps the rig only after a run that passed; a failed run closes it, so a
   broken world never reaches the next run. :func:`close_kept` closes what is kept (the pytest
   session's cleanup, the bench's end).
+- Only a borrowed rig is ever given back: a fault-matrix row's other lanes (:mod:`.lanes`) run
+  on rigs opened for the row and closed after it, so at most one world is kept still.
 - A world start costs one runner start-up (the floor the bench prints): a suite of seven
   families borrowing one rig saves six of them.
 """
