@@ -1,4 +1,12 @@
-"""The fault matrix, enumerated (not sampled): every cell is one scripted story on a shared rig.
+"""The fault matrix, enumerated (not sampled): every cell is one scripted story on a rig.
+
+Rules:
+- Every cell is judged by the history checker over the facts of that cell alone, on the rig
+  that ran it (:func:`run_cell`); a rig runs cells one after another.
+- A row runs on :func:`lanes` rigs at once (:data:`LANES`, :func:`run_row`,
+  :mod:`.machines.lanes`): the cells of the order given are dealt round-robin, the first lane
+  runs on the caller's rig (the kept one), each other lane on a rig of the same options opened
+  for the row and closed after it. The outcomes come back in the order given.
 
 Rows of the matrix (``CELLS``):
 - ``kill``: kill -9 at each point of ``actions.KILL_POINTS`` × kinds (http, a gateway prompt,
@@ -13,19 +21,19 @@ Rows of the matrix (``CELLS``):
   504 on the caller, never executed after it.
 - ``retire``: a completed receipt aged one hour (server clock + ``faketime`` for the runner) is
   answered ``runner_command_uncertain`` and never run again.
-Every cell is judged by the history checker over the facts of that cell alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from .checks import Violation
 from .checks.render import render
 from .machines import actions
 from .machines.actions import KINDS, POINTS, UNREACHABLE
+from .machines.lanes import run_lanes
 from .machines.rig import WAIT, Rig, within
 
 ROUTES = ("poll", "admit", "result")
@@ -55,6 +63,23 @@ CELLS: tuple[Cell, ...] = (
 
 def cells(row: str) -> list[Cell]:
     return [c for c in CELLS if c.row == row]
+
+
+#: How many rigs run a row's cells at once (a row not named here: one, the kept rig).
+#: ``server``: a cell waits mostly on the runner's own 1 s pause before it reconnects after the
+#: control-plane restart, idle time that lanes overlap (FLT-002, the long pole of a certify
+#: run: about 19 s on one rig). ``kill``: a cell waits mostly on a runner start-up, which is CPU
+#: on a machine of two shared cores, so lanes gain less there. Three at most: each lane is a
+#: world start (a runner start-up) and a runner process more, and the contention they add eats
+#: into the cells' bounded waits (scaled, and generous, but the harness must never fail a
+#: correct runner for its own load). The route, deadline and retire rows take about 2 s or
+#: less on one rig, less than an extra world start would save.
+LANES: dict[str, int] = {"kill": 3, "server": 3}
+
+
+def lanes(row: str) -> int:
+    """The lanes of ``row``: its :data:`LANES` entry (else 1), never more than its cells."""
+    return max(1, min(LANES.get(row, 1), len(cells(row))))
 
 
 class CellFailed(AssertionError):
@@ -211,3 +236,37 @@ def run_cell(rig: Rig, cell: Cell, *, replay: str = "") -> dict[str, Any]:
         raise CellFailed(cell, render(v, seed=0, replay=replay,
                                       steps=f"run_cell(rig, Cell{dataclasses.astuple(cell)})"), v)
     return {"cell": cell.id, "restarts": rig.stats.restarts - before}
+
+
+@dataclasses.dataclass
+class RowRun:
+    """What :func:`run_row` gives: each cell with its outcome (``run_cell``'s value or the
+    exception it raised), in the order given, and every lane's rig (the caller's first)."""
+
+    outcomes: list[tuple[Cell, dict[str, Any] | Exception]]
+    rigs: list[Rig]
+
+    def total(self, counter: str) -> int:
+        """A counter of :class:`~.machines.rig.Stats` summed over the lanes' rigs."""
+        return sum(int(getattr(rig.stats, counter)) for rig in self.rigs)
+
+
+def run_row(rig: Rig, order: Sequence[Cell], *, replay: str = "") -> RowRun:
+    """Run the cells of ``order`` (one row's, in the order to run them) on ``lanes(row)``
+    lanes, the first on ``rig``; the others on rigs of ``rig``'s command and options, opened
+    for the row and closed after it."""
+    row = {c.row for c in order}
+    if len(row) > 1:
+        raise ValueError(f"one row at a time, not {sorted(row)}")
+    rigs = [rig]
+
+    def open_rig() -> Rig:
+        lane = Rig(rig.runner_cmd, **rig.options)
+        rigs.append(lane)  # its counters stay readable once it is closed
+        return lane.open()
+
+    def step(on: Rig, cell: Cell) -> dict[str, Any]:
+        return run_cell(on, cell, replay=replay)
+
+    n = lanes(order[0].row) if order else 1
+    return RowRun(run_lanes(rig, order, n, step, open_rig), rigs)

@@ -58,7 +58,7 @@ STATUS_TABLE: tuple[Status, ...] = (
     Status("timeout", "error", False, "a wait of the harness ran out and nothing the case saw "
            "shows the runner at fault (scale the bounds with --timeout-multiplier)"),
     Status("not-run", "skipped", False, "not run: a program it needs is not installed "
-           "(--skip-unavailable)"),
+           "(--skip-unavailable), or the session ended before it (interrupted, -x)"),
     Status("not-applicable", "skipped", True, "the runner does not offer the feature the case needs"),
     Status("expected-fail", "skipped", True, "baselined and failing (a known failure, still a failure)"),
     Status("stale", "failure", True, "baselined but passing: remove it from the baseline"),

@@ -1,8 +1,15 @@
-"""FLT-001…005: the fault matrix, every cell enumerated, on the kept rig (the worker's pool,
-``machines.kept``: one world for the rows and the property families of the same options; a
-failed row closes it).
-In a soak round (``--conformance-soak``) a row runs its cells in an order drawn from the case
-seed, so each round meets every cell after other ones."""
+"""FLT-001…005: the fault matrix, every cell enumerated.
+
+Rules:
+- A row's first lane runs on the kept rig (the worker's pool, ``machines.kept``: one world for
+  the rows and the property families of the same options; a row with a failed or unjudged cell closes it);
+  a row of several lanes (``faults_matrix.LANES``) runs its other lanes at the same time, each
+  on a world of its own opened for the row and closed after it (``faults_matrix.run_row``).
+- In a soak round (``--conformance-soak``) a row runs its cells in an order drawn from the case
+  seed, so each round meets every cell after other ones; each lane keeps that order.
+- The cells are reported in the order they were dealt from, whatever lane ran them: a failed
+  cell is the runner's (``CaseFailed``), a cell the harness could not judge is ``Unjudged``.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ import random
 import pytest
 
 from conformance.casefixtures import pool_of
-from conformance.faults_matrix import Cell, CellFailed, cells, run_cell
+from conformance.faults_matrix import Cell, CellFailed, cells, lanes, run_row
 from conformance.judge import attach, classify
 from conformance.machines import kept
 from conformance.marks import case, long_case
@@ -38,23 +45,25 @@ def _run(request: pytest.FixtureRequest, case_id: str, runner_cmd: str) -> None:
     pool = pool_of(request.config)
     rig = kept.borrow(pool, runner_cmd, {})  # the kept world (one runner start-up for the rows)
     rig.new_run()
+    passed = False
     try:
-        for cell in _order(request, row):
-            try:
-                run_cell(rig, cell, replay=replay)
+        run = run_row(rig, _order(request, row), replay=replay)
+        for cell, outcome in run.outcomes:
+            if not isinstance(outcome, Exception):
                 done.append(cell.id)
-            except CellFailed as exc:
-                failed.append((cell.id, str(exc), "fail"))
-            except Exception as exc:  # noqa: BLE001 - judged below: fail, error or timeout
-                status = classify(exc)
+            elif isinstance(outcome, CellFailed):
+                failed.append((cell.id, str(outcome), "fail"))
+            else:  # judged here: fail, error or timeout
+                status = classify(outcome)
                 (failed if status == "fail" else unjudged).append(
-                    (cell.id, f"{type(exc).__name__}: {exc}", status))
+                    (cell.id, f"{type(outcome).__name__}: {outcome}", status))
+        passed = not failed and not unjudged
     finally:
         rig.lap()
-        kept.give_back(pool, rig, passed=not failed and not unjudged)
+        kept.give_back(pool, rig, passed=passed)
     attach(request.node, cells=len(done) + len(failed) + len(unjudged), passed=len(done),
-           restarts=rig.stats.restarts, server_restarts=rig.stats.server_restarts,
-           seconds=round(rig.stats.seconds, 3))
+           lanes=lanes(row), restarts=run.total("restarts"),
+           server_restarts=run.total("server_restarts"), seconds=round(rig.stats.seconds, 3))
     total = len(done) + len(failed) + len(unjudged)
     if failed:
         raise CaseFailed(f"every {row} cell holds ({total} cells)",

@@ -88,8 +88,14 @@ class Rig:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def open(self) -> Rig:
+        """Start the portal and enter a world on it (a world that did not open leaves no
+        portal thread behind)."""
         self.portal.start()
-        self.world = self.portal.enter(open_world(self.runner_cmd, **self.world_options))
+        try:
+            self.world = self.portal.enter(open_world(self.runner_cmd, **self.world_options))
+        except BaseException:
+            self.portal.close()
+            raise
         self._t0 = time.perf_counter()
         return self
 

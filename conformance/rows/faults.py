@@ -1,7 +1,8 @@
 """Catalogue rows of the fault matrix (tests: conformance/cases/test_fault_matrix.py).
 
 Each row is one line of :data:`conformance.faults_matrix.CELLS`, run cell by cell (enumerated,
-not sampled); a row passes when all its cells do. Every cell is judged by every invariant of
+not sampled; the cells of a long row on several rigs at once, ``faults_matrix.LANES``); a row
+passes when all its cells do. Every cell is judged by every invariant of
 :mod:`conformance.checks.invariants` over its facts; :data:`JUDGED_BY` names those that carry
 the row's promise (FLT-004's is the cell's own check: nothing accepted after the deadline).
 """
