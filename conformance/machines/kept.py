@@ -9,7 +9,8 @@ Rules:
 - A machine run starts on a borrowed rig as an example starts on any rig (``Rig.new_run`` then
   ``Rig.begin``: a live runner, clean faults and pauses, facts judged only since it began); the
   server clock first catches up with the wall time the rig sat kept (``Rig.catch_up``, in
-  steps below the watchdog), and a runner left under ``faketime`` by the previous run is
+  steps below the watchdog; a rig kept longer than twice the watchdog's ``offline_after`` is
+  closed and a fresh one opened instead: :func:`stale`), and a runner left under ``faketime`` by the previous run is
   restarted on the plain clock, so every run starts from the world a fresh one would give.
 - :func:`give_back` keeps the rig only after a run that passed (and only when the pool keeps
   rigs: not under ``--fresh-worlds``); a failed run closes it, so a broken world never reaches
@@ -21,6 +22,7 @@ Rules:
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ..kept_worlds import Kept, Pool, rig_key
@@ -34,7 +36,7 @@ def borrow(pool: Pool | None, runner_cmd: str, options: dict[str, Any]) -> Rig:
     pool.freeze()
     kept = pool.take(rig_key(runner_cmd, options))
     rig: Rig | None = kept.world if kept is not None else None
-    if rig is None or not rig.portal.running:
+    if rig is None or not rig.portal.running or stale(rig):
         if rig is not None:
             rig.close()
         return Rig(runner_cmd, **options).open()
@@ -43,6 +45,20 @@ def borrow(pool: Pool | None, runner_cmd: str, options: dict[str, Any]) -> Rig:
         rig.call(lambda: actions.restart_runner(rig, crash=False))
         rig.runner_offset = 0.0
     return rig
+
+
+#: a kept rig whose clock lags the runner's by more than this many ``offline_after`` is stale
+STALE_AFTER = 2.0
+
+
+def stale(rig: Rig) -> bool:
+    """Whether the rig sat kept longer than :data:`STALE_AFTER` × the watchdog's
+    ``offline_after``: catching its clock up takes a step (and one poll of the runner) per half
+    of that, seconds each for a runner that pauses between polls (more than the portal call's
+    bound after minutes kept); a fresh rig costs one start-up."""
+    clock = rig.world.clock
+    lag = time.time() + rig.runner_offset - clock.now() if clock is not None else 0.0
+    return lag > STALE_AFTER * rig.world.timings.offline_after
 
 
 def give_back(pool: Pool | None, rig: Rig, *, passed: bool) -> None:

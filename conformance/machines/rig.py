@@ -172,14 +172,17 @@ class Rig:
         """Bring the server clock up to the runner's clock after the rig sat idle (a kept rig,
         see .kept) in steps the watchdog never sees: before each step the runner's parked
         poll is answered and its next poll parked (so it was seen at the current clock), then
-        the clock moves by at most half of ``offline_after``."""
+        the clock moves by at most half of ``offline_after``. What is left once the runner was
+        seen recently enough (the watchdog would still not count it out after the move) is one
+        move: a step costs the runner's pause between two polls in wall time, which for a
+        runner that waits seconds after an answer is as much lag as the step removed."""
         w = self.world
         clock = w.clock
         assert clock is not None
         rid = w.runner_id
         while (lag := time.time() + self.runner_offset - clock.now()) > 0:
-            if lag < 1.0 or not w.cp.is_online(rid):  # a second, or nobody to take offline
-                clock.advance(lag)
+            if lag < 1.0 or not w.cp.is_online(rid) or lag <= self._watchdog_room():
+                clock.advance(lag)  # a second, nobody to take offline, or room below the watchdog
                 return
             parked = await within("the runner's long poll to be parked (clock catch-up)",
                                   w.cp.poll_held(rid, timeout=WAIT + 1))
@@ -187,6 +190,17 @@ class Rig:
             await within("the runner's next poll to be parked (clock catch-up)",
                          w.cp.poll_held(rid, other_than=parked, timeout=WAIT + 1))
             clock.advance(min(lag, w.timings.offline_after / 2))
+
+    def _watchdog_room(self) -> float:
+        """How far the server clock may move now before the watchdog's next tick could find the
+        runner unseen for ``offline_after`` (0 when the control plane has no online state)."""
+        w = self.world
+        assert w.clock is not None
+        slot = w.cp.hub.slots.get(w.runner_id or "")
+        if slot is None or slot.online is None:
+            return 0.0
+        t = w.timings
+        return max(0.0, slot.online.seen + t.offline_after - t.watchdog_tick - w.clock.now())
 
     async def _begin(self) -> None:
         w = self.world
