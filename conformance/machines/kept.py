@@ -40,10 +40,14 @@ def borrow(pool: Pool | None, runner_cmd: str, options: dict[str, Any]) -> Rig:
         if rig is not None:
             rig.close()
         return Rig(runner_cmd, **options).open()
-    rig.call(rig.catch_up)  # the clock stood still while the rig was kept
-    if rig.runner_offset:
-        rig.call(lambda: actions.restart_runner(rig, crash=False))
-        rig.runner_offset = 0.0
+    try:
+        rig.call(rig.catch_up)  # the clock stood still while the rig was kept
+        if rig.runner_offset:
+            rig.call(lambda: actions.restart_runner(rig, crash=False))
+            rig.runner_offset = 0.0
+    except Exception:  # noqa: BLE001 - the kept rig could not be brought back: a fresh one
+        rig.close()    # (never left running: its runner would outlive the session)
+        return Rig(runner_cmd, **options).open()
     return rig
 
 
