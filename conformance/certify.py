@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -322,7 +323,7 @@ def pad_unrun(args: argparse.Namespace, results: RunResults, *, interrupted: boo
         if results.shard is None:
             return results  # the shard's share is unknown here; merge pads what it recorded
         expected &= set(results.shard["cases"])
-    why = ("the session was interrupted (Ctrl-C, SIGINT) before it ran this case"
+    why = ("the session was interrupted (Ctrl-C, SIGINT or SIGTERM) before it ran this case"
            if interrupted else "the session ended without running this case (-x, or a worker "
            "broke)")
     results, added = padded(results, expected, catalogue, f"not-run: {why}")
@@ -383,6 +384,10 @@ def slug(i: int, cmd: str) -> str:
     return f"{i + 1}-" + "-".join(words[-3:])[:40]
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     from .progress import print_summary
 
@@ -398,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "big")
+    # a CI system cancels a job with SIGTERM: ended as Ctrl-C is (INCOMPLETE, runners killed)
+    signal.signal(signal.SIGTERM, _interrupt)
     if args.timeout_multiplier is not None:
         set_multiplier(args.timeout_multiplier)  # this process's bounds too (world start-up)
     root = Path(args.out)

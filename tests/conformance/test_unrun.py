@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conformance.catalogue import CATALOGUE
 from conformance.results import CaseResult, RunResults
 from conformance.unrun import NOT_RUN, padded
@@ -56,8 +58,10 @@ def _runners_under(pid: int) -> set[int]:
     return found
 
 
-def test_an_interrupted_certify_is_incomplete_and_leaves_no_runner(tmp_path: Path) -> None:
-    """SIGINT (Ctrl-C) while a case runs: exit 3, the unrun cases not-run in results.json, no
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_certify_is_incomplete_and_leaves_no_runner(tmp_path: Path,
+                                                                   sig: int) -> None:
+    """SIGINT (Ctrl-C) or SIGTERM (a cancelled CI job) while a case runs: exit 3, the unrun cases not-run in results.json, no
     PASS on what was judged, and the process ends (its runner killed)."""
     out = tmp_path / "out"
     proc = subprocess.Popen(
@@ -69,7 +73,7 @@ def test_an_interrupted_certify_is_incomplete_and_leaves_no_runner(tmp_path: Pat
         while not (runners := _runners_under(proc.pid)):  # a case is running: interrupt it
             assert proc.poll() is None and time.monotonic() < deadline, "no runner started"
             time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGINT)
+        os.kill(proc.pid, sig)
         rest = proc.communicate(timeout=60)[0]
     finally:
         if proc.poll() is None:
