@@ -18,8 +18,9 @@ from collections.abc import Iterable
 
 from .catalogue import Catalogue
 from .results import CaseResult, RunResults
+from .verdict import NOT_RUN
 
-NOT_RUN = "not-run"
+__all__ = ["NOT_RUN", "not_run", "padded"]
 
 
 def not_run(ids: Iterable[str], catalogue: Catalogue, detail: str) -> list[CaseResult]:

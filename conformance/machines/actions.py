@@ -291,10 +291,5 @@ async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
 def _clock_room(rig: Rig, want: float) -> float:
     """How far the server clock may move now without the watchdog taking the runner offline
     (``want`` when the runner has no online state: nothing to protect)."""
-    w = rig.world
-    assert w.clock is not None
-    slot = w.cp.hub.slots.get(w.runner_id or "")
-    if slot is None or slot.online is None:
-        return want
-    room = slot.online.seen + w.timings.offline_after - w.timings.watchdog_tick - w.clock.now()
-    return max(0.0, min(want, room))
+    room = rig.watchdog_room()
+    return want if room is None else max(0.0, min(want, room))

@@ -31,24 +31,29 @@ from .rig import Rig
 
 
 def borrow(pool: Pool | None, runner_cmd: str, options: dict[str, Any]) -> Rig:
-    if pool is None:
-        return Rig(runner_cmd, **options).open()
-    pool.freeze()
-    kept = pool.take(rig_key(runner_cmd, options))
-    rig: Rig | None = kept.world if kept is not None else None
-    if rig is None or not rig.portal.running or stale(rig):
-        if rig is not None:
-            rig.close()
-        return Rig(runner_cmd, **options).open()
+    if pool is not None:
+        pool.freeze()
+        kept = pool.take(rig_key(runner_cmd, options))
+        if kept is not None:
+            if _revived(kept.world):
+                return kept.world
+            kept.world.close()  # never left running: its runner would outlive the session
+    return Rig(runner_cmd, **options).open()
+
+
+def _revived(rig: Rig) -> bool:
+    """Bring a kept rig back to what a fresh one gives (its clock caught up, its runner on the
+    plain clock); False when it cannot be (closed, stale, or the catch-up failed)."""
+    if not rig.portal.running or stale(rig):
+        return False
     try:
         rig.call(rig.catch_up)  # the clock stood still while the rig was kept
         if rig.runner_offset:
             rig.call(lambda: actions.restart_runner(rig, crash=False))
             rig.runner_offset = 0.0
     except Exception:  # noqa: BLE001 - the kept rig could not be brought back: a fresh one
-        rig.close()    # (never left running: its runner would outlive the session)
-        return Rig(runner_cmd, **options).open()
-    return rig
+        return False
+    return True
 
 
 #: a kept rig whose clock lags the runner's by more than this many ``offline_after`` is stale

@@ -181,7 +181,8 @@ class Rig:
         assert clock is not None
         rid = w.runner_id
         while (lag := time.time() + self.runner_offset - clock.now()) > 0:
-            if lag < 1.0 or not w.cp.is_online(rid) or lag <= self._watchdog_room():
+            room = self.watchdog_room()
+            if lag < 1.0 or not w.cp.is_online(rid) or (room is not None and lag <= room):
                 clock.advance(lag)  # a second, nobody to take offline, or room below the watchdog
                 return
             parked = await within("the runner's long poll to be parked (clock catch-up)",
@@ -191,14 +192,15 @@ class Rig:
                          w.cp.poll_held(rid, other_than=parked, timeout=WAIT + 1))
             clock.advance(min(lag, w.timings.offline_after / 2))
 
-    def _watchdog_room(self) -> float:
+    def watchdog_room(self) -> float | None:
         """How far the server clock may move now before the watchdog's next tick could find the
-        runner unseen for ``offline_after`` (0 when the control plane has no online state)."""
+        runner unseen for ``offline_after`` (None when the control plane has no online state:
+        nothing to take offline)."""
         w = self.world
         assert w.clock is not None
         slot = w.cp.hub.slots.get(w.runner_id or "")
         if slot is None or slot.online is None:
-            return 0.0
+            return None
         t = w.timings
         return max(0.0, slot.online.seen + t.offline_after - t.watchdog_tick - w.clock.now())
 
