@@ -3,7 +3,7 @@ path: a violation fails the run with its minimal witness, the seed, the replay a
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis.stateful import rule
@@ -99,4 +99,45 @@ def test_a_kept_rig_catches_up_with_the_wall_without_the_watchdog() -> None:
         rig.runner_offset = 0.0
     finally:
         rig.close()
+        pool.close_rigs()
+
+
+def test_a_lag_within_the_watchdogs_room_is_caught_up_in_one_move() -> None:
+    """A runner just seen can take the whole lag at once: no poll is woken for it. (Stepping
+    instead cost a runner that pauses seconds between polls as much lag per step as the step
+    removed, and the catch-up ran out its bound.)"""
+    import time
+
+    with Rig(REF) as rig:
+        w = rig.world
+        rig.call(lambda: w.cp.poll_held(w.runner_id, timeout=10.0))  # just seen
+        waited: list[object] = []
+        held = w.cp.poll_held
+
+        def counted(*args: Any, **kw: Any) -> Any:  # a step waits for a parked poll
+            waited.append(args)
+            return held(*args, **kw)
+
+        w.cp.poll_held = counted  # type: ignore[method-assign,assignment]
+        rig.runner_offset = 8.0  # within offline_after - watchdog_tick of the runner's last poll
+        rig.call(rig.catch_up)
+        w.cp.poll_held = held  # type: ignore[method-assign]
+        assert w.clock is not None and w.clock.now() >= time.time() + 7.5
+        assert waited == []
+        rig.runner_offset = 0.0
+
+
+def test_a_rig_kept_past_twice_offline_after_is_replaced() -> None:
+    from conformance.kept_worlds import Pool
+    from conformance.machines import kept
+
+    pool = Pool()
+    rig = kept.borrow(pool, REF, {})
+    rig.runner_offset = 3 * rig.world.timings.offline_after  # as if kept that long
+    kept.give_back(pool, rig, passed=True)
+    try:
+        again = kept.borrow(pool, REF, {})
+        assert again is not rig and not rig.portal.running
+        again.close()
+    finally:
         pool.close_rigs()
