@@ -41,7 +41,7 @@ def test_lanes_come_from_the_table_and_never_exceed_the_cells() -> None:
     for row in {c.row for c in CELLS}:
         assert 1 <= lanes(row) <= min(LANES.get(row, 1), len(cells(row)))
     assert lanes("retire") == 1 and lanes("deadline") == 1 and lanes("route") == 1
-    assert lanes("server") > 1 and lanes("kill") > 1
+    assert lanes("server") == 1 and lanes("kill") > 1  # a server restart rebinds its port
     assert all(n <= 3 for n in LANES.values())
 
 
@@ -118,15 +118,15 @@ def test_an_interrupted_row_ends_every_lane_before_it_raises() -> None:
 
 
 def test_a_row_on_lanes_each_its_own_world() -> None:
-    """Four cells of the server row on its lanes against the reference runner: every cell
+    """Four cells of the kill row on its lanes against the reference runner: every cell
     passes on its own rig, each rig a world of its own (port, runner, work directory)."""
-    order = cells("server")[:4]
+    order = cells("kill")[:4]
     with Rig(REF) as rig:
         run = run_row(rig, order)
     assert [c.id for c, _ in run.outcomes] == [c.id for c in order]
     assert [v for _, v in run.outcomes if isinstance(v, Exception)] == []
-    n = lanes("server")
+    n = lanes("kill")
     assert len(run.rigs) == n and len({id(r.world) for r in run.rigs}) == n
     assert len({r.world.cp.port for r in run.rigs}) == n
     assert len({str(r.world.artifact_root) for r in run.rigs}) == n
-    assert run.total("server_restarts") == len(order)
+    assert run.total("restarts") >= len(order)
