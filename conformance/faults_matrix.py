@@ -73,11 +73,11 @@ def cells(row: str) -> list[Cell]:
 #: world start (a runner start-up) and a runner process more, and the contention they add eats
 #: into the cells' bounded waits (scaled, and generous, but the harness must never fail a
 #: correct runner for its own load). The route, deadline and retire rows take about 2 s or
-#: less on one rig, less than an extra world start would save. ``server`` runs on one lane: a
-#: control-plane restart gives up its port and binds it again, and a lane starting a world
-#: meanwhile can take that port (``EADDRINUSE``: seen in CI as 6 cells not judged); until a
-#: restart keeps its listening socket, its cells run one after another.
-LANES: dict[str, int] = {"kill": 3}
+#: less on one rig, less than an extra world start would save. A control-plane restart gives
+#: up its port and binds it again: the port is one no port-0 bind or outgoing connection can
+#: take meanwhile (:func:`fake_server.plane.stable_ports`; before it, a lane starting a world
+#: took it once: ``EADDRINUSE``, 6 cells not judged in CI).
+LANES: dict[str, int] = {"server": 3, "kill": 3}
 
 
 def lanes(row: str) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import secrets
 import shutil
 import socket
@@ -60,7 +61,38 @@ def allowed_hosts_for(host: str, port: int, configured: Sequence[str] | None) ->
     return frozenset(h.lower() for h in hosts)
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+PORT_ATTEMPTS = 64
+_PORTS_RNG = random.Random()   # its own: a port pick never moves a seeded global sequence
+
+
+def stable_ports() -> range:
+    """The ports a control plane asked for "any port" picks from: below the kernel's ephemeral
+    range, so neither a port-0 bind nor an outgoing connection of any process can take one while
+    a restart has let it go (a restart binds the same port again; a lane starting a world
+    meanwhile took it once: EADDRINUSE)."""
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return range(max(1024, low // 2), max(1025, low))
+
+
 def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; port 0 picks a free one of :func:`stable_ports`
+    (the kernel's own choice only when none of a few tries is free)."""
+    if port:
+        return _bind_exactly(host, port)
+    ports = stable_ports()
+    for _ in range(PORT_ATTEMPTS):
+        try:
+            return _bind_exactly(host, _PORTS_RNG.choice(ports))
+        except OSError:
+            continue
+    return _bind_exactly(host, 0)
+
+
+def _bind_exactly(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

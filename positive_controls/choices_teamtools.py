@@ -46,6 +46,10 @@ def _forget_transport_failures(orig: Any) -> Any:
     return run
 
 
+#: the plugin-wait row's bind/unbind wait (s): half the reference runner's, long enough for
+#: a bind the harness's plugin holds while the runner forwards a session.info (TT-909)
+PLUGIN_WAIT = 5.0
+
 CONTROLS: tuple[Control, ...] = (
     Control("hex-lease-token", "choice",
             "Its text encoding is an implementation choice — not tested (reference runner: "
@@ -71,4 +75,10 @@ CONTROLS: tuple[Control, ...] = (
             "remembers a transport failure: a repeat callId gets the same failure",
             "forgets it: a repeat of the callId relays the call again",
             one("runner_ref.teamtools.call_book:CallBook.run", _forget_transport_failures)),
+    Control("plugin-wait-short", "choice",
+            "How long the runner waits for a Hermes reply is an implementation choice",
+            "waits 10 s for the plugin's answer to a bind or unbind",
+            f"waits {PLUGIN_WAIT:g} s (a clock moved past a re-check while its re-bind is in "
+            "flight would time it out)",
+            one("runner_ref.timings:PLUGIN_TIMEOUT", lambda _o: PLUGIN_WAIT)),
 )

@@ -109,7 +109,7 @@ class LeaseManager:
                  clock: Callable[[], float] = time.monotonic, ttl: float = timings.LEASE_TTL,
                  renew_every: float = timings.LEASE_RENEW_EVERY,
                  wall_clock: Callable[[], float] = time.time, auto_renew: bool = True,
-                 plugin_timeout: float = timings.PLUGIN_TIMEOUT,
+                 plugin_timeout: float | None = None,
                  listener_timings: ListenerTimings | None = None) -> None:
         self._relay = relay
         self._plugin = plugin
@@ -119,7 +119,7 @@ class LeaseManager:
         self.ttl = ttl
         self.renew_every = renew_every
         self._auto_renew = auto_renew
-        self._plugin_timeout = plugin_timeout
+        self._plugin_timeout = timings.PLUGIN_TIMEOUT if plugin_timeout is None else plugin_timeout
         self._listener_timings = listener_timings
         self._leases: dict[str, Lease] = {}
         self._tombstones: dict[str, float] = {}

@@ -41,7 +41,7 @@ def test_lanes_come_from_the_table_and_never_exceed_the_cells() -> None:
     for row in {c.row for c in CELLS}:
         assert 1 <= lanes(row) <= min(LANES.get(row, 1), len(cells(row)))
     assert lanes("retire") == 1 and lanes("deadline") == 1 and lanes("route") == 1
-    assert lanes("server") == 1 and lanes("kill") > 1  # a server restart rebinds its port
+    assert lanes("server") > 1 and lanes("kill") > 1  # a restart rebinds a stable port
     assert all(n <= 3 for n in LANES.values())
 
 

@@ -16,6 +16,13 @@ from .pc_probes import _acode_of, probe
 
 
 # -- team tools --------------------------------------------------------------------------------
+@probe("plugin-wait-short")
+def _plugin_wait() -> bool:
+    from runner_ref.teamtools.leases import LeaseManager
+    manager = LeaseManager(relay=None, plugin=None, sessions=None)  # type: ignore[arg-type]
+    return manager._plugin_timeout < 10.0
+
+
 @probe("hex-lease-token")
 def _hex_token() -> bool:
     from runner_ref.teamtools import listener
