@@ -97,8 +97,14 @@ class History:
         self.sequence = sequence or itertools.count(1).__next__
         self._entries: deque[Exchange] = deque(maxlen=max_entries)
         self._seq = 0
+        self._open = 0
         self.dropped = 0
         self._waiters: Waiters[Exchange] = Waiters()
+
+    @property
+    def open(self) -> int:
+        """Exchanges begun and not answered yet (a held poll, a delayed answer), kept or not."""
+        return self._open
 
     @property
     def entries(self) -> list[Exchange]:
@@ -111,6 +117,7 @@ class History:
         if self.max_entries is not None and len(self._entries) == self.max_entries:
             self.dropped += 1
         self._entries.append(ex)
+        self._open += 1
         self._waiters.notify(ex)
         return ex
 
@@ -123,6 +130,7 @@ class History:
         """The answer is made (or the request dropped): take ``seq_out`` and wake waiters."""
         if ex.seq_out is None:
             ex.seq_out = self.sequence()
+            self._open -= 1
         self._waiters.notify(ex)
 
     async def wait_for(

@@ -263,6 +263,9 @@ async def retire(rig: Rig) -> tuple[Any, Outcome]:
 
 
 TURN = 0.1  # seconds of wall time a command is given before the server clock is moved on
+#: Seconds of wall time with no request of the runner open after which the clock moves anyway:
+#: a runner blocked at Hermes with no poll open waits on a deadline only the clock ends.
+IDLE = 1.0
 
 
 async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
@@ -271,20 +274,29 @@ async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
     into the watchdog (``offline_after`` since the runner was last seen: while the runner is in
     its reconnect pause, moving the clock there would only take it offline). The moves go on
     while the runner works: a redelivery of a command in flight is a story the machines need
-    (a runner that runs it again is caught only so)."""
+    (a runner that runs it again is caught only so).
+
+    A move is made while a request of the runner is open (a held poll, a delayed answer: the
+    move is what can answer it), or after :data:`IDLE` of wall time with none open. A runner
+    that pauses between polls (an open choice) would otherwise see every move spent while it
+    sat in its pause, and its next, delayed poll held on a clock nobody moves."""
     w = rig.world
     assert w.clock is not None
     moved = 0
+    idle_since = time.monotonic()
     for _ in range(int(WAIT / TURN)):
         try:
             return await handle.wait(TURN)
         except TimeoutError:
             pass
-        if moved < turns:
+        if w.cp.history.open:
+            idle_since = -IDLE
+        if moved < turns and time.monotonic() - idle_since >= IDLE:
             step = _clock_room(rig, w.timings.redelivery + 1)
             if step > 0:
                 w.clock.advance(step)
                 moved += 1
+                idle_since = time.monotonic()
     return await within(f"the outcome of command {handle.id}", handle.wait(TURN))
 
 

@@ -51,3 +51,16 @@ async def test_control_plane_history_cap(client: Client) -> None:
         assert [e.route for e in kept] == ["admit", "admit"] and kept[0].seq < kept[1].seq
         assert plane.history.dropped == 1
         assert [e.request_body for e in plane.history.filter(route="admit")] == [{"id": "a"}, {"id": "b"}]
+
+
+def test_open_counts_begun_and_unanswered_exchanges_kept_or_not() -> None:
+    h = History(max_entries=1)
+    _fill(h, 2)                       # the first one is evicted, still open
+    assert h.open == 2
+    first_gone = h.begin(time=0.0, route="admit", method="POST", runner_id="r", instance=None,
+                         request_epoch=None, reset=False, request_digest=None, request_body=None)
+    h.finish(first_gone)
+    h.finish(first_gone)              # a second finish changes nothing
+    assert h.open == 2
+    h.clear()
+    assert h.open == 2                # forgetting entries does not answer them
