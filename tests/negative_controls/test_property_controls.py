@@ -87,6 +87,7 @@ def _joined(invariant: str, witness: tuple[object, ...]) -> bool:
     return True
 
 
+@pytest.mark.slow   # a machine run per control (about 40 s in all): CI runs it
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("name", sorted(CATCHERS))
 def test_a_property_machine_catches_the_control(name: str,
@@ -109,6 +110,7 @@ def test_a_property_machine_catches_the_control(name: str,
     print(f"{name}: {family} → {v.invariant_id} {' '.join(f'#{s}' for s in v.seqs)} {kinds}")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("family", sorted(MACHINES))
 def test_the_reference_runner_passes_every_family(family: str,

@@ -34,6 +34,9 @@ KNOWN = catalogued()
 #: passed), e.g. to shard the self-test over CI machines.
 ONLY = [p.strip() for p in os.environ.get("NEGCTL_ONLY", "").split(",") if p.strip()]
 SESSION = pytest.mark.timeout(SESSION_TIMEOUT + 60)
+#: a certify session per control (minutes in all): ``-m "not slow"`` leaves the self-test out and
+#: keeps this directory's fast tests (probes, registry, docs); CI runs everything
+SLOW = pytest.mark.slow
 
 #: Controls the suite does not catch yet, each with why: a gap in the suite, kept visible.
 #: The test is a strict expected failure for them: once a case catches one, it fails until the
@@ -47,6 +50,7 @@ def _selected(name: str) -> bool:
     return not ONLY or any(fnmatch.fnmatchcase(name, p) for p in ONLY)
 
 
+@SLOW
 @SESSION
 @pytest.mark.parametrize("control", CONTROLS, ids=[c.name for c in CONTROLS])
 def test_control_is_caught_by_its_cases(control, record_property) -> None:
@@ -64,6 +68,7 @@ def test_control_is_caught_by_its_cases(control, record_property) -> None:
     assert not v.escaped, f"{control.name} ({control.bug}) is not caught by {escaped}"
 
 
+@SLOW
 @SESSION
 def test_reference_runner_passes_every_declared_case(record_property) -> None:
     v = verify_reference([c for c in CONTROLS if _selected(c.name)], KNOWN)
