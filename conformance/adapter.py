@@ -27,7 +27,6 @@ import hashlib
 import json
 import shlex
 import shutil
-import tempfile
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from signal import SIGKILL, SIGTERM
@@ -42,7 +41,7 @@ from .process import (
     scrubbed_env,
     write_clock_offset,
 )
-from .scratch import scratch_dir
+from .scratch import make_dir
 from .secrets import Leak, Secrets
 
 T = TypeVar("T")
@@ -132,7 +131,7 @@ class RunnerUnderTest:
     def directory(self) -> Path:
         """The private temp directory holding runner.json (created on first use)."""
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="runner-under-test-", dir=scratch_dir()))
+            self._dir = make_dir("runner")
         return self._dir
 
     @property

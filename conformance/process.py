@@ -134,6 +134,18 @@ def faketime_env(offset: float, *, fake_monotonic: bool = False,
     return env
 
 
+SHM_DIR = Path("/dev/shm")
+
+
+def forget_faketime_state(pid: int) -> None:
+    """Remove the semaphore and shared memory libfaketime made for ``pid`` (``faketime_sem_<pid>``
+    and ``faketime_shm_<pid>``). The library removes them at a clean exit; a runner killed with
+    SIGKILL (every crash story) leaves them, a pair per kill, for the machine's life."""
+    for name in (f"sem.faketime_sem_{pid}", f"faketime_shm_{pid}"):
+        with contextlib.suppress(OSError):
+            (SHM_DIR / name).unlink()
+
+
 def write_clock_offset(path: Path, offset: float) -> None:
     """Set a live-clock child's offset (seconds ahead of the wall clock): the file is replaced
     atomically, so the child never reads a half-written offset."""
@@ -399,6 +411,8 @@ class Process:
             await _until_gone(pgid)
         finally:
             _LIVE_GROUPS.pop(pgid, None)
+            if "LD_PRELOAD" in self.env and FAKETIME_LIB in self.env["LD_PRELOAD"]:
+                forget_faketime_state(pgid)
             for t in self._tasks:
                 if not t.done():
                     t.cancel()

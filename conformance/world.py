@@ -26,7 +26,6 @@ import itertools
 import json
 import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -37,7 +36,7 @@ from fixtures.hermes import ScriptedHermes
 
 from .adapter import RunnerUnderTest
 from .admin_client import AdminClient, Registered
-from .scratch import scratch_dir
+from .scratch import make_dir
 from .secrets import Leak, Secrets
 
 ONLINE_TIMEOUT = 20.0
@@ -105,7 +104,7 @@ class World:
         await self.close()
 
     async def _start(self) -> None:
-        self._work = Path(tempfile.mkdtemp(prefix="conformance-world-", dir=scratch_dir()))
+        self._work = make_dir("world")
         self.artifact_root = self._work / "artifacts"
         self.artifact_root.mkdir()
         seq = {"sequence": self.sequence}

@@ -163,6 +163,20 @@ async def test_faketime_offset_moves_the_clock_and_keeps_the_exit_code() -> None
         assert await proc.stop(20) == 0  # the child's own code, not the wrapper's -15
 
 
+@pytest.mark.skipif(not faketime_installed(), reason="faketime not installed")
+async def test_a_killed_faketime_child_leaves_no_shared_memory() -> None:
+    """libfaketime makes a semaphore and a shared-memory object per process and removes them at
+    a clean exit only; a SIGKILL (every crash story) left a pair behind for good."""
+    shm = Path("/dev/shm")
+    async with Process([PY, "-c", "import signal, sys; print('ready', file=sys.stderr, flush=True); signal.pause()"],
+                       faketime_offset=60) as proc:
+        await proc.wait_line("ready", 20)
+        made = [shm / f"faketime_shm_{proc.pid}", shm / f"sem.faketime_sem_{proc.pid}"]
+        assert all(p.exists() for p in made)
+        assert await proc.kill() == -signal.SIGKILL
+    assert not any(p.exists() for p in made)
+
+
 # -- adapter.py --------------------------------------------------------------------------------
 
 
