@@ -60,6 +60,13 @@ def _runners_under(pid: int) -> set[int]:
     return found
 
 
+def _ctrl_c_heard() -> None:
+    """certify as a terminal starts it: SIGINT not ignored. A shell's background job (``cmd &``
+    without job control) ignores SIGINT, its children inherit that, and Python then keeps it
+    ignored (the test ran under such a job once and its certify ran to the end)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_certify_is_incomplete_and_leaves_no_runner(tmp_path: Path,
                                                                    sig: int) -> None:
@@ -71,7 +78,7 @@ def test_an_interrupted_certify_is_incomplete_and_leaves_no_runner(tmp_path: Pat
     proc = subprocess.Popen(
         [sys.executable, "-m", "conformance", "certify", "--cases", SELECTED, "-j", "1",
          "--no-progress", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=_ctrl_c_heard)
     try:
         deadline = time.monotonic() + 60
         while not (runners := _runners_under(proc.pid)):  # a case is running: interrupt it
