@@ -411,7 +411,7 @@ class Process:
             await _until_gone(pgid)
         finally:
             _LIVE_GROUPS.pop(pgid, None)
-            if "LD_PRELOAD" in self.env and FAKETIME_LIB in self.env["LD_PRELOAD"]:
+            if FAKETIME_LIB in self.env.get("LD_PRELOAD", ""):
                 forget_faketime_state(pgid)
             for t in self._tasks:
                 if not t.done():

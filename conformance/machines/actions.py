@@ -289,9 +289,8 @@ async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
             return await handle.wait(TURN)
         except TimeoutError:
             pass
-        if w.cp.history.open:
-            idle_since = -IDLE
-        if moved < turns and time.monotonic() - idle_since >= IDLE:
+        due = bool(w.cp.history.open) or time.monotonic() - idle_since >= IDLE
+        if moved < turns and due:
             step = _clock_room(rig, w.timings.redelivery + 1)
             if step > 0:
                 w.clock.advance(step)

@@ -22,7 +22,6 @@ Rules:
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from ..kept_worlds import Kept, Pool, rig_key
@@ -65,9 +64,7 @@ def stale(rig: Rig) -> bool:
     ``offline_after``: catching its clock up takes a step (and one poll of the runner) per half
     of that, seconds each for a runner that pauses between polls (more than the portal call's
     bound after minutes kept); a fresh rig costs one start-up."""
-    clock = rig.world.clock
-    lag = time.time() + rig.runner_offset - clock.now() if clock is not None else 0.0
-    return lag > STALE_AFTER * rig.world.timings.offline_after
+    return rig.lag() > STALE_AFTER * rig.world.timings.offline_after
 
 
 def give_back(pool: Pool | None, rig: Rig, *, passed: bool) -> None:

@@ -180,7 +180,7 @@ class Rig:
         clock = w.clock
         assert clock is not None
         rid = w.runner_id
-        while (lag := time.time() + self.runner_offset - clock.now()) > 0:
+        while (lag := self.lag()) > 0:
             room = self.watchdog_room()
             if lag < 1.0 or not w.cp.is_online(rid) or (room is not None and lag <= room):
                 clock.advance(lag)  # a second, nobody to take offline, or room below the watchdog
@@ -191,6 +191,12 @@ class Rig:
             await within("the runner's next poll to be parked (clock catch-up)",
                          w.cp.poll_held(rid, other_than=parked, timeout=WAIT + 1))
             clock.advance(min(lag, w.timings.offline_after / 2))
+
+    def lag(self) -> float:
+        """How far the server clock is behind the runner's (the wall clock plus the offset the
+        runner was started with); 0 without a server clock."""
+        clock = self.world.clock
+        return time.time() + self.runner_offset - clock.now() if clock is not None else 0.0
 
     def watchdog_room(self) -> float | None:
         """How far the server clock may move now before the watchdog's next tick could find the
