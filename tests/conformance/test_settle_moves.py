@@ -1,11 +1,14 @@
-"""``actions.settle_handle`` moves the server clock while a request of the runner is open, and
-otherwise only after ``IDLE`` of wall time: a runner pausing between polls (an open choice)
-must not see every move spent during its pause, and its next poll held on a clock nobody
-moves (the positive control ``poll-gap`` failed FLT-003 so). A runner blocked with no request
-open still gets its moves, one per ``IDLE`` (its deadline is on the server clock)."""
+"""``actions.settle_handle`` makes its first ``BRISK`` moves one per turn while a request of the
+runner is open, and every other move only after ``IDLE`` of wall time: a runner pausing between
+polls (an open choice) must not see every move spent during its pause, and its next poll held on
+a clock nobody moves (the positive control ``poll-gap`` failed FLT-003 so); a runner slowed by
+load must not see the whole budget spent in a second while its first attempt is in flight
+(FLT-002's ``after_delivery`` server cell failed CI so). A runner blocked with no request open
+still gets its moves, one per ``IDLE`` (its deadline is on the server clock)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from types import SimpleNamespace as NS
 from typing import Any
 
@@ -17,9 +20,11 @@ from conformance.machines import actions
 class Clock:
     def __init__(self) -> None:
         self.moves: list[float] = []
+        self.at: list[float] = []
 
     def advance(self, seconds: float) -> None:
         self.moves.append(seconds)
+        self.at.append(time.monotonic())
 
 
 class Never:
@@ -43,14 +48,25 @@ def fast(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def _moves(open_now: int) -> list[float]:
+    return (await _clock(open_now)).moves
+
+
+async def _clock(open_now: int) -> Clock:
     rig = _rig(open_now)
+    start = time.monotonic()
     with pytest.raises(TimeoutError):
         await actions.settle_handle(rig, Never(), turns=100)
-    return list(rig.world.clock.moves)
+    clock: Clock = rig.world.clock
+    clock.at = [t - start for t in clock.at]
+    return clock
 
 
-async def test_an_open_request_gets_a_move_every_turn(fast: None) -> None:
-    assert len(await _moves(1)) >= 10
+async def test_an_open_request_gets_brisk_moves_then_paced_ones(fast: None) -> None:
+    clock = await _clock(1)
+    assert len(clock.moves) >= actions.BRISK + 1   # the budget goes on after the brisk moves
+    assert clock.at[actions.BRISK - 1] < 0.15       # BRISK turns of 0.01 s (and slack)
+    # paced: 0.5 s of wait after the brisk moves holds at most 3 moves of 0.2 s idle
+    assert len(clock.moves) <= actions.BRISK + 3
 
 
 async def test_with_nothing_open_a_move_waits_for_idle(fast: None) -> None:
