@@ -21,6 +21,7 @@ from typing import Any
 
 from fake_server import Outcome
 
+from ..bounds import scaled
 from .rig import WAIT, Rig, within
 
 #: A held request sleeps on the server clock: it is released only by the clock passing its hold
@@ -286,17 +287,23 @@ async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
     delayed poll held on a clock nobody moves; a runner slowed by the machine's load would see
     the budget spent in a second while its first attempt is still in flight (FLT-002's
     ``after_delivery`` server cell: 12 redeliveries ignored in 1.3 s, then a poll held on a
-    clock nobody moved, in CI) — paced, the budget lasts about the whole wait."""
+    clock nobody moved, in CI) — paced, the budget lasts about the whole wait.
+
+    The wait (:data:`WAIT`) and the pace (:data:`IDLE`) are bounds of the harness, scaled by
+    ``--timeout-multiplier`` (:func:`conformance.bounds.scaled`): a slow runner given a larger
+    multiplier gets the longer wait, and its redeliveries spread over it."""
     w = rig.world
     assert w.clock is not None
     moved = 0
+    pace = scaled(IDLE)
     idle_since = time.monotonic()
-    for _ in range(int(WAIT / TURN)):
+    end = idle_since + scaled(WAIT)
+    while time.monotonic() < end:
         try:
             return await handle.wait(TURN)
         except TimeoutError:
             pass
-        due = (moved < BRISK and bool(w.cp.history.open)) or time.monotonic() - idle_since >= IDLE
+        due = (moved < BRISK and bool(w.cp.history.open)) or time.monotonic() - idle_since >= pace
         if moved < turns and due:
             step = _clock_room(rig, w.timings.redelivery + 1)
             if step > 0:

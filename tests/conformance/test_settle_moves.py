@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from conformance import bounds
 from conformance.machines import actions
 
 
@@ -71,3 +72,15 @@ async def test_an_open_request_gets_brisk_moves_then_paced_ones(fast: None) -> N
 
 async def test_with_nothing_open_a_move_waits_for_idle(fast: None) -> None:
     assert 1 <= len(await _moves(0)) <= 3   # 0.5 s of turns, one move per 0.2 s idle
+
+
+async def test_the_wait_and_its_pace_follow_the_timeout_multiplier(
+        fast: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--timeout-multiplier 3``: the wait lasts three times as long (a slow runner is given
+    it), and the paced moves spread over it instead of all coming in the first WAIT."""
+    monkeypatch.setenv(bounds.ENV, "3")
+    start = time.monotonic()
+    clock = await _clock(1)
+    assert time.monotonic() - start >= 3 * 0.5 - 0.05   # WAIT 0.5 s, times 3
+    assert clock.at[-1] > 0.5                            # moves still come after one WAIT
+    assert len(clock.moves) <= actions.BRISK + 3         # 1.5 s at one per 0.6 s (IDLE 0.2 × 3)
