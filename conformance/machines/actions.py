@@ -297,8 +297,7 @@ async def settle_handle(rig: Rig, handle: Any, turns: int = 12) -> Any:
     moved = 0
     pace = scaled(IDLE)
     idle_since = time.monotonic()
-    end = idle_since + scaled(WAIT)
-    while time.monotonic() < end:
+    for _ in range(int(scaled(WAIT) / TURN)):  # turns: a loaded machine's slow turns add up
         try:
             return await handle.wait(TURN)
         except TimeoutError:
