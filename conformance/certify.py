@@ -34,17 +34,20 @@ from typing import Any, NoReturn
 
 import pytest
 
+from . import retry
 from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .bounds import MultiplierError, set_multiplier
 from .bounds import parse as parse_multiplier
 from .catalogue import CATALOGUE, PROFILES, case_patterns
 from .environment import install_line, missing
+from .junit import replace_cases
 from .plugin import load_catalogue
 from .process import kill_leftover_groups
 from .reference_cmd import REFERENCE_RUNNER_CMD
 from .results import VERDICT_BY_NAME, ResultsError, RunResults, dump
 from .results import load as load_results
+from .retry import DEFAULT_RETRIES
 from .session_cmd import Options, ini_text, session_argv
 from .shards import ShardError
 from .shards import parse as parse_shard
@@ -56,7 +59,7 @@ USAGE = """\
 python -m conformance certify --runner-cmd "CMD … {config} …" [--runner-cmd …]
        [--profile core|team-tools|all] [--baseline FILE] [--cases PATTERN] [-x]
        [--out DIR] [-j N] [--runner-file PATH …] [--hermes scripted|real[:PATH]] [--seed N]
-       [--transcripts failing|all|none] [--timeout-multiplier X] [--skip-unavailable]
+       [--transcripts failing|all|none] [--timeout-multiplier X] [--retries N] [--skip-unavailable]
        [--soak DURATION] [--example-db DIR|github:OWNER/REPO[/ARTIFACT]|readonly:DIR …]
        [--shard K/N [--durations FILE]]"""
 
@@ -97,6 +100,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no live display")
     p.add_argument("--timeout-multiplier", type=str, default=None, metavar="X",
                    help="scale every bound of the harness by X (a slow machine or runner)")
+    p.add_argument("--retries", type=int, default=DEFAULT_RETRIES, metavar="N",
+                   help="run the cases the harness could not judge (timeout, error) again, up "
+                        f"to N times; never a failure (default {DEFAULT_RETRIES}; 0: the first "
+                        "attempt is final)")
     p.add_argument("--skip-unavailable", action="store_true",
                    help="report the cases whose program is not installed as not-run (the "
                         "verdict is then INCOMPLETE, never PASS) instead of exit 2")
@@ -158,6 +165,8 @@ def check(args: argparse.Namespace) -> None:
             raise InvocationError(f"--hermes {args.hermes}: {reason}")
     if args.jobs is not None and args.jobs < 1:
         raise InvocationError("-j must be at least 1")
+    if getattr(args, "retries", 0) < 0:
+        raise InvocationError("--retries must be 0 or more")
     if args.timeout_multiplier is not None:
         try:
             args.timeout_multiplier = parse_multiplier(args.timeout_multiplier)
@@ -305,13 +314,45 @@ def run_one(args: argparse.Namespace, cmd: str, out: Path) -> RunResults | None:
         # (the threads that wait on it) alive after the bundle is written
         kill_leftover_groups()
     try:
-        results = load_results(out / "results.json")
+        recorded = load_results(out / "results.json")
     except ResultsError:
         return None
-    whole = pad_unrun(args, results, interrupted=code == pytest.ExitCode.INTERRUPTED)
-    if whole is not results:
+    interrupted = code == pytest.ExitCode.INTERRUPTED
+    results = recorded if interrupted else run_again(args, cmd, out, recorded)
+    whole = pad_unrun(args, results, interrupted=interrupted)
+    if whole is not recorded:
         dump(whole, out / "results.json")
     return whole
+
+
+def run_again(args: argparse.Namespace, cmd: str, out: Path, results: RunResults) -> RunResults:
+    """The cases the harness could not judge, run again up to ``--retries`` times
+    (:mod:`conformance.retry`), each round in a session of its own writing to a temporary
+    directory; their last records folded into ``results`` and their testcases into the run's
+    junit.xml."""
+    for _ in range(max(0, getattr(args, "retries", 0))):
+        ids = retry.unjudged(results)
+        if not ids:
+            break
+        if len(ids) > retry.most(len(results.cases)):
+            print(f"certify: not running again the {len(ids)} case(s) the harness could not "
+                  f"judge: more than {retry.most(len(results.cases))} of {len(results.cases)} "
+                  "(the runner or this machine is not working; see their causes)",
+                  file=sys.stderr)
+            break
+        print(f"certify: running again {len(ids)} case(s) the harness could not judge: "
+              f"{', '.join(ids)}", file=sys.stderr)
+        again_args = argparse.Namespace(**{
+            **vars(args), "cases": ",".join(ids), "jobs": max(1, min(args.jobs, len(ids))),
+            "retries": 0, "shard": None, "exitfirst": False,
+            "example_db": args.example_db or [str(out / "hypothesis")]})
+        with tempfile.TemporaryDirectory(prefix="conformance-retry-") as tmp:
+            again = run_one(again_args, cmd, Path(tmp))
+            if again is None:
+                break
+            results = retry.fold(results, again)
+            replace_cases(out / "junit.xml", Path(tmp) / "junit.xml")
+    return results
 
 
 def pad_unrun(args: argparse.Namespace, results: RunResults, *, interrupted: bool) -> RunResults:
@@ -422,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         write_bundle(results, args, cmd, out)
         print_summary(results, out)
+        if (again := retry.summary_line(results)) is not None:
+            print(again)
         if results.soak is not None:
             from .soak import print_findings
 

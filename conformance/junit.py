@@ -57,6 +57,39 @@ def rewrite(path: Path) -> None:
         cases = list(suite.iter("testcase"))
         for case in cases:
             rewrite_case(case)
-        for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
-            suite.set(attr, str(sum(1 for c in cases if c.find(tag) is not None)))
+        _count(suite)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _count(suite: ET.Element) -> None:
+    cases = list(suite.iter("testcase"))
+    suite.set("tests", str(len(cases)))
+    for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+        suite.set(attr, str(sum(1 for c in cases if c.find(tag) is not None)))
+
+
+def _case_id(case: ET.Element) -> str | None:
+    for prop in case.iterfind("properties/property"):
+        if prop.get("name") == "case_id":
+            return prop.get("value")
+    return None
+
+
+def replace_cases(path: Path, later: Path) -> None:
+    """Put each case's ``testcase`` of the JUnit file ``later`` (a retry's) in place of the same
+    case's in ``path`` (by the ``case_id`` property); the counts are recomputed. An unreadable
+    file leaves ``path`` as it is."""
+    try:
+        tree, again = ET.parse(path), ET.parse(later)
+    except (OSError, ET.ParseError):
+        return
+    newer = {cid: case for case in again.getroot().iter("testcase")
+             if (cid := _case_id(case)) is not None}
+    root = tree.getroot()
+    for suite in [root] if root.tag == "testsuite" else list(root.iter("testsuite")):
+        for i, case in enumerate(list(suite)):
+            if case.tag == "testcase" and (cid := _case_id(case)) in newer:
+                suite.remove(case)
+                suite.insert(i, newer[cid])
+        _count(suite)
     tree.write(path, encoding="utf-8", xml_declaration=True)
