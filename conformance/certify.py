@@ -41,6 +41,7 @@ from .bounds import MultiplierError, set_multiplier
 from .bounds import parse as parse_multiplier
 from .catalogue import CATALOGUE, PROFILES, case_patterns
 from .environment import install_line, missing
+from .hypothesis_profiles import example_databases
 from .junit import replace_cases
 from .plugin import load_catalogue
 from .process import kill_leftover_groups
@@ -345,7 +346,7 @@ def run_again(args: argparse.Namespace, cmd: str, out: Path, results: RunResults
         again_args = argparse.Namespace(**{
             **vars(args), "cases": ",".join(ids), "jobs": max(1, min(args.jobs, len(ids))),
             "retries": 0, "shard": None, "exitfirst": False,
-            "example_db": args.example_db or [str(out / "hypothesis")]})
+            "example_db": example_databases(args.example_db, out)})
         with tempfile.TemporaryDirectory(prefix="conformance-retry-") as tmp:
             again = run_one(again_args, cmd, Path(tmp))
             if again is None:

@@ -32,6 +32,7 @@ import hashlib
 import os
 import zlib
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
@@ -120,6 +121,12 @@ class KeyedDatabase(ExampleDatabase):
 
     def __repr__(self) -> str:
         return f"KeyedDatabase({self.inner!r}, {self.key!r})"
+
+
+def example_databases(given: Sequence[str], out: Path) -> list[str]:
+    """The example databases of a certify run: those ``--example-db`` gave, else the bundle's
+    own ``OUT/hypothesis``."""
+    return list(given) or [str(out / "hypothesis")]
 
 
 def open_database(specs: Sequence[str]) -> ExampleDatabase:

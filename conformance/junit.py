@@ -20,15 +20,16 @@ from .results import BY_STATUS
 OUTCOME_TAGS = ("failure", "error", "skipped")
 
 
-def _status(case: ET.Element) -> str | None:
+def _prop(case: ET.Element, name: str) -> str | None:
+    """The value of the testcase's property ``name`` (None without one)."""
     for prop in case.iterfind("properties/property"):
-        if prop.get("name") == "status":
+        if prop.get("name") == name:
             return prop.get("value")
     return None
 
 
 def rewrite_case(case: ET.Element) -> None:
-    status = _status(case)
+    status = _prop(case, "status")
     if status not in BY_STATUS:
         return
     found = [el for el in case if el.tag in OUTCOME_TAGS]
@@ -57,22 +58,16 @@ def rewrite(path: Path) -> None:
         cases = list(suite.iter("testcase"))
         for case in cases:
             rewrite_case(case)
-        _count(suite)
+        recount(suite)
     tree.write(path, encoding="utf-8", xml_declaration=True)
 
 
-def _count(suite: ET.Element) -> None:
+def recount(suite: ET.Element) -> None:
+    """Set the suite's counts (tests, failures, errors, skipped) from its testcases."""
     cases = list(suite.iter("testcase"))
     suite.set("tests", str(len(cases)))
     for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
         suite.set(attr, str(sum(1 for c in cases if c.find(tag) is not None)))
-
-
-def _case_id(case: ET.Element) -> str | None:
-    for prop in case.iterfind("properties/property"):
-        if prop.get("name") == "case_id":
-            return prop.get("value")
-    return None
 
 
 def replace_cases(path: Path, later: Path) -> None:
@@ -84,12 +79,12 @@ def replace_cases(path: Path, later: Path) -> None:
     except (OSError, ET.ParseError):
         return
     newer = {cid: case for case in again.getroot().iter("testcase")
-             if (cid := _case_id(case)) is not None}
+             if (cid := _prop(case, "case_id")) is not None}
     root = tree.getroot()
     for suite in [root] if root.tag == "testsuite" else list(root.iter("testsuite")):
         for i, case in enumerate(list(suite)):
-            if case.tag == "testcase" and (cid := _case_id(case)) in newer:
+            if case.tag == "testcase" and (cid := _prop(case, "case_id")) in newer:
                 suite.remove(case)
                 suite.insert(i, newer[cid])
-        _count(suite)
+        recount(suite)
     tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .catalogue import CATALOGUE
+from .junit import recount
 from .results import VERDICT_BY_NAME, CaseResult, ResultsError, RunResults, dump
 from .results import load as load_results
 from .shards import fingerprint
@@ -162,10 +163,8 @@ def merge_junit(paths: list[Path], out: Path) -> None:
     for tree in trees[1:]:
         for case in tree.getroot().iter("testcase"):
             suite.append(case)
+    recount(suite)
     cases = list(suite.iter("testcase"))
-    suite.set("tests", str(len(cases)))
-    for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
-        suite.set(attr, str(sum(1 for c in cases if c.find(tag) is not None)))
     suite.set("time", f"{sum(float(c.get('time') or 0) for c in cases):.3f}")
     trees[0].write(out, encoding="utf-8", xml_declaration=True)
 

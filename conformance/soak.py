@@ -71,7 +71,7 @@ def soaked_cases(args: argparse.Namespace) -> list[str]:
 
 
 def databases(args: argparse.Namespace, out: Path) -> list[str]:
-    return list(args.example_db) or [str(out / "hypothesis")]
+    return hypothesis_profiles.example_databases(args.example_db, out)
 
 
 def replay_command(args: argparse.Namespace, cmd: str, case_id: str, dbs: list[str],
