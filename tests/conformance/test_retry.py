@@ -14,6 +14,7 @@ import pytest
 
 from conformance import retry
 from conformance.junit import replace_cases
+from conformance.report import render_html
 from conformance.results import CaseResult, RunResults
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,6 +56,8 @@ def test_the_last_attempt_stands_and_the_earlier_stay() -> None:
     line = retry.summary_line(twice) or ""
     assert "A-3 timeout → pass" in line and "A-4 error → error → pass" in line
     assert retry.summary_line(first) is None
+    html = render_html(twice, identity={})
+    assert "attempt 1 (error: boom), attempt 2 (error: boom again); attempt 3: pass" in html
 
 
 def test_many_unjudged_are_not_run_again() -> None:
