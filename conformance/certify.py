@@ -166,7 +166,7 @@ def check(args: argparse.Namespace) -> None:
             raise InvocationError(f"--hermes {args.hermes}: {reason}")
     if args.jobs is not None and args.jobs < 1:
         raise InvocationError("-j must be at least 1")
-    if getattr(args, "retries", 0) < 0:
+    if args.retries < 0:
         raise InvocationError("--retries must be 0 or more")
     if args.timeout_multiplier is not None:
         try:
@@ -331,20 +331,20 @@ def run_again(args: argparse.Namespace, cmd: str, out: Path, results: RunResults
     (:mod:`conformance.retry`), each round in a session of its own writing to a temporary
     directory; their last records folded into ``results`` and their testcases into the run's
     junit.xml."""
-    for _ in range(max(0, getattr(args, "retries", 0))):
+    for _ in range(args.retries):  # check() refused a negative count
         ids = retry.unjudged(results)
         if not ids:
             break
-        if len(ids) > retry.most(len(results.cases)):
+        if len(ids) > (cap := retry.most(len(results.cases))):
             print(f"certify: not running again the {len(ids)} case(s) the harness could not "
-                  f"judge: more than {retry.most(len(results.cases))} of {len(results.cases)} "
+                  f"judge: more than {cap} of {len(results.cases)} "
                   "(the runner or this machine is not working; see their causes)",
                   file=sys.stderr)
             break
         print(f"certify: running again {len(ids)} case(s) the harness could not judge: "
               f"{', '.join(ids)}", file=sys.stderr)
         again_args = argparse.Namespace(**{
-            **vars(args), "cases": ",".join(ids), "jobs": max(1, min(args.jobs, len(ids))),
+            **vars(args), "cases": ",".join(ids), "jobs": min(args.jobs, len(ids)),
             "retries": 0, "shard": None, "exitfirst": False,
             "example_db": example_databases(args.example_db, out)})
         with tempfile.TemporaryDirectory(prefix="conformance-retry-") as tmp:

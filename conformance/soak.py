@@ -70,10 +70,6 @@ def soaked_cases(args: argparse.Namespace) -> list[str]:
     return sorted(r.id for r in rows if r.id.startswith(SOAKED))
 
 
-def databases(args: argparse.Namespace, out: Path) -> list[str]:
-    return hypothesis_profiles.example_databases(args.example_db, out)
-
-
 def replay_command(args: argparse.Namespace, cmd: str, case_id: str, dbs: list[str],
                    seed: int) -> str:
     """The one command that replays a soak's finding: the saved example runs first."""
@@ -137,7 +133,7 @@ def run(args: argparse.Namespace, cmd: str, out: Path,
     todo = soaked_cases(args)
     if not todo:
         return None
-    dbs = databases(args, out)
+    dbs = hypothesis_profiles.example_databases(args.example_db, out)
     progress = SoakProgress(enabled=not args.no_progress, seconds=args.soak, label=cmd)
     rounds: list[dict[str, Any]] = []
     found: list[dict[str, Any]] = []

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance import retry
+from conformance import certify, retry
 from conformance.junit import replace_cases
 from conformance.report import render_html
 from conformance.results import CaseResult, RunResults
@@ -60,8 +60,28 @@ def test_the_last_attempt_stands_and_the_earlier_stay() -> None:
     assert "attempt 1 (error: boom), attempt 2 (error: boom again); attempt 3: pass" in html
 
 
-def test_many_unjudged_are_not_run_again() -> None:
+def test_many_unjudged_are_not_run_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert retry.most(1) == 3 and retry.most(170) == 17
+    sessions: list[str] = []
+
+    def run_one(args: Any, cmd: str, out: Path) -> RunResults:
+        sessions.append(f"{args.cases} -j {args.jobs} retries {args.retries}")
+        return _run(*(_case(cid, "pass") for cid in args.cases.split(",")))
+
+    monkeypatch.setattr(certify, "run_one", run_one)
+    args = certify.parser().parse_args(["--out", str(tmp_path)])
+    args.jobs = 4
+    few = _run(*(_case(f"A-{i:02}", "pass") for i in range(28)), _case("B-1", "timeout"),
+               _case("B-2", "error"))
+    folded = certify.run_again(args, "cmd", tmp_path, few)
+    assert sessions == ["B-1,B-2 -j 2 retries 0"]
+    assert [c.status for c in folded.cases if c.id.startswith("B")] == ["pass", "pass"]
+    many = _run(*(_case(f"A-{i:02}", "pass") for i in range(26)),
+                *(_case(f"B-{i}", "timeout") for i in range(4)))
+    assert certify.run_again(args, "cmd", tmp_path, many) is many   # 4 > 3 of 30: not run
+    args.retries = 0
+    assert certify.run_again(args, "cmd", tmp_path, few) is few
+    assert len(sessions) == 1
 
 
 ERROR = '<error message="x"/>'
