@@ -9,7 +9,7 @@ runner under test.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from .catalogue import PROFILE_FEATURES, Case
 from .judge import STATE, load_object
-from .kept_worlds import Kept, Pool, begin_case, keeps_worlds, shares_world, world_key
+from .kept_worlds import CAPACITY, Kept, Pool, begin_case, keeps_worlds, shares_world, world_key
 from .results import redact
 from .verdict import CaseFailed
 from .witness import note_line
@@ -64,13 +64,18 @@ def pool_of(config: pytest.Config) -> Pool:
     ``conformance_kept_worlds``, which runs in the session's event loop)."""
     pool = config.stash.get(POOL, None)
     if pool is None:
-        fresh = bool(config.getoption("conformance_fresh_worlds", False))
-        pool = config.stash[POOL] = Pool(
-            enabled=keeps_worlds(fresh_worlds=fresh, spec=_session(config).world_spec,
-                                 hermes_mode=str(config.option.hermes)),
-            rigs=not fresh)
+        pool = config.stash[POOL] = new_pool(config)
         config.add_cleanup(pool.close_rigs)
     return pool
+
+
+def new_pool(config: pytest.Config, capacity: int = CAPACITY) -> Pool:
+    """A pool of kept worlds and rigs as this session's options say (none kept under
+    ``--conformance-fresh-worlds``)."""
+    fresh = bool(config.getoption("conformance_fresh_worlds", False))
+    return Pool(enabled=keeps_worlds(fresh_worlds=fresh, spec=_session(config).world_spec,
+                                     hermes_mode=str(config.option.hermes)),
+                rigs=not fresh, capacity=capacity)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -92,14 +97,26 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     result and a secret found by ``world.scan_for_secrets()`` in anything the runner printed
     fails the case.
     """
-    state = request.node.stash.get(STATE, None)
+    async for w in case_world(request.config, request.node, runner_cmd=runner_cmd,
+                              hermes_mode=hermes_mode, case_seed=case_seed,
+                              pool=conformance_kept_worlds):
+        yield w
+
+
+async def case_world(config: pytest.Config, node: pytest.Item, *, runner_cmd: str,
+                     hermes_mode: str, case_seed: int, pool: Pool,
+                     passed: Callable[[], bool] | None = None) -> AsyncIterator[Any]:
+    """The ``world`` fixture's steps, for the fixture and for a case on a lane
+    (:mod:`conformance.lanes`): one world yielded; after the case, its transcript and secret
+    scan, and the world closed or kept in ``pool`` — kept only when the case's setup and call
+    passed (``passed``; by default the phases judged so far, which a lane judges later)."""
+    state = node.stash.get(STATE, None)
     options = dict(state.options) if state else {}
     shares = shares_world(options)
     options.pop("fresh", None)
-    spec = _session(request.config).world_spec
+    spec = _session(config).world_spec
     key = world_key(runner_cmd, hermes_mode, spec, options)
     open_world = load_object(spec)
-    pool = conformance_kept_worlds
     if state is None or not shares or not pool.enabled:
         await pool.drain()  # worlds dropped while no loop ran
         async with open_world(runner_cmd=runner_cmd, hermes=hermes_mode, seed=case_seed,
@@ -127,13 +144,14 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     except BaseException:
         await kept.closer()
         raise
-    passed = len(state.phases) >= 2 and all(p == "pass" for p in state.phases)
+    ok = passed() if passed is not None else (
+        len(state.phases) >= 2 and all(p == "pass" for p in state.phases))
     try:
         _finish(state, w)
     except BaseException:
         await kept.closer()
         raise
-    why = await pool.give_back(kept, passed=passed, begun=begun)
+    why = await pool.give_back(kept, passed=ok, begun=begun)
     state.data["world_after"] = "kept" if why is None else f"closed: {why}"
 
 

@@ -43,6 +43,7 @@ from .catalogue import CATALOGUE, PROFILES, case_patterns
 from .environment import install_line, missing
 from .hypothesis_profiles import example_databases
 from .junit import replace_cases
+from .lanes import WORKER_LANES
 from .plugin import load_catalogue
 from .process import kill_leftover_groups
 from .reference_cmd import REFERENCE_RUNNER_CMD
@@ -59,7 +60,7 @@ from .unrun import padded
 USAGE = """\
 python -m conformance certify --runner-cmd "CMD … {config} …" [--runner-cmd …]
        [--profile core|team-tools|all] [--baseline FILE] [--cases PATTERN] [-x]
-       [--out DIR] [-j N] [--runner-file PATH …] [--hermes scripted|real[:PATH]] [--seed N]
+       [--out DIR] [-j N] [--lanes K] [--runner-file PATH …] [--hermes scripted|real[:PATH]] [--seed N]
        [--transcripts failing|all|none] [--timeout-multiplier X] [--retries N] [--skip-unavailable]
        [--soak DURATION] [--example-db DIR|github:OWNER/REPO[/ARTIFACT]|readonly:DIR …]
        [--shard K/N [--durations FILE]]"""
@@ -89,7 +90,11 @@ def parser() -> argparse.ArgumentParser:
                         "cases share an idle runner; see docs/certification.md)")
     p.add_argument("--out", default="reports", metavar="DIR", help="bundle directory (reports)")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                   help="parallel workers (default: two per core, fewer for a small selection)")
+                   help="worker processes (default: one on up to two cores, else two per core, "
+                        "fewer for a small selection)")
+    p.add_argument("--lanes", type=int, default=None, metavar="K",
+                   help="cases in flight in each process (default: three per core in one "
+                        "process, two in each of several workers; see docs/certification.md)")
     p.add_argument("--runner-file", action="append", default=[], metavar="PATH",
                    help="file whose sha256 goes on the certificate (repeatable)")
     p.add_argument("--hermes", default="scripted", help="scripted | real[:PATH]")
@@ -166,6 +171,8 @@ def check(args: argparse.Namespace) -> None:
             raise InvocationError(f"--hermes {args.hermes}: {reason}")
     if args.jobs is not None and args.jobs < 1:
         raise InvocationError("-j must be at least 1")
+    if args.lanes is not None and args.lanes < 1:
+        raise InvocationError("--lanes must be at least 1")
     if args.retries < 0:
         raise InvocationError("--retries must be 0 or more")
     if args.timeout_multiplier is not None:
@@ -245,14 +252,30 @@ CASES_PER_WORKER = 6
 #: A case mostly waits — on the runner's start-up, its timers, a held poll — so two workers per
 #: core finish sooner than one (certify --profile core on 2 cores: 171 s at -j 2, 100 s at -j 4).
 WORKERS_PER_CORE = 2
+#: On a machine this small one process keeps the cases in flight on lanes (conformance/lanes.py):
+#: no worker to start, one pool of kept worlds (certify core on 2 cores: 34 s at -j 4, 28 s at
+#: -j 1 --lanes 6).
+ONE_PROCESS_CORES = 2
+#: cases in flight per core in that one process
+LANES_PER_CORE = 3
+
+
+def default_lanes(jobs: int, cores: int | None = None) -> int:
+    """``--lanes`` when not given: ``LANES_PER_CORE`` per core in one process, else
+    ``WORKER_LANES``."""
+    cores = max(1, cores if cores is not None else (os.cpu_count() or 1))
+    return LANES_PER_CORE * cores if jobs == 1 else WORKER_LANES
 
 
 def default_jobs(args: argparse.Namespace, cores: int | None = None) -> int:
-    """``-j`` when not given: ``WORKERS_PER_CORE`` per core, capped so each worker has
-    ``CASES_PER_WORKER`` catalogued cases of the selection (``--profile``, ``--cases``, counted in
-    ``--catalogue`` when one is given); a catalogue that cannot be loaded here is not counted (no
-    cap: the session reports the error)."""
+    """``-j`` when not given: one process on up to ``ONE_PROCESS_CORES`` cores, else
+    ``WORKERS_PER_CORE`` per core, capped so each worker has ``CASES_PER_WORKER`` catalogued
+    cases of the selection (``--profile``, ``--cases``, counted in ``--catalogue`` when one is
+    given); a catalogue that cannot be loaded here is not counted (no cap: the session reports
+    the error)."""
     cores = max(1, cores if cores is not None else (os.cpu_count() or 1))
+    if cores <= ONE_PROCESS_CORES:
+        return 1
     workers = cores * WORKERS_PER_CORE
     try:  # the catalogue the session selects from (a suite's cases are catalogued in it)
         catalogue = load_catalogue(args.catalogue) if args.catalogue else CATALOGUE
@@ -277,6 +300,7 @@ def session_options(args: argparse.Namespace, cmd: str, out: Path) -> Options:
         example_dbs=tuple(getattr(args, "example_db", [])),
         soak=getattr(args, "soak_round", False), fresh_worlds=args.fresh_worlds,
         skip_unavailable=args.skip_unavailable, timeout_multiplier=args.timeout_multiplier,
+        lanes=getattr(args, "lanes", None),
         runner_files=tuple(args.runner_file), shard=getattr(args, "shard", None),
         durations=getattr(args, "durations", None), catalogue=args.catalogue, world=args.world)
 
@@ -440,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.jobs is None:  # a soak's rounds run its PROP-* and FLT-* cases only
             args.jobs = default_jobs(argparse.Namespace(
                 **{**vars(args), "cases": ",".join(soak_selection(args))}) if args.soak else args)
+        if args.lanes is None:
+            args.lanes = default_lanes(args.jobs)
     except InvocationError as exc:
         print(f"certify: error: {exc}", file=sys.stderr)
         return 2

@@ -8,7 +8,9 @@ Rules of this module:
   (``Case(..., needs=("faketime",))``), the catalogue refuses a need that is not in this table,
   and a case that *uses* a program its row does not declare ends ``error`` (the harness code
   that starts the program calls :func:`note_use`; the plugin compares at teardown). So the
-  table, the rows and what the cases do cannot drift apart.
+  table, the rows and what the cases do cannot drift apart. A case run on a lane
+  (:mod:`conformance.lanes`, several cases in flight) counts its uses in a set of its own
+  (:func:`track`, a context variable its task and the threads it hands work to inherit).
 - :func:`missing` probes the files (the only I/O here); the search roots can be pointed
   elsewhere with ``CONFORMANCE_LIBRARY_ROOT`` (a test-only override: a root where nothing is
   installed makes every program missing).
@@ -23,6 +25,7 @@ import glob
 import os
 import shlex
 from collections.abc import Iterable
+from contextvars import ContextVar
 
 from .programs import HOUSE_PROGRAMS, PROGRAMS
 
@@ -71,13 +74,23 @@ def install_line(absent: dict[str, list[str]]) -> str:
 # -- use, as the harness starts a program (checked against the case's row by the plugin) ----
 
 _USED: set[str] = set()
+_CASE_USES: ContextVar[set[str] | None] = ContextVar("conformance_case_uses", default=None)
 
 
 def note_use(name: str) -> None:
-    """The harness is about to use ``name`` (a key of :data:`PROGRAMS`)."""
+    """The harness is about to use ``name`` (a key of :data:`PROGRAMS`): counted for the case
+    of this context (:func:`track`), else for the process."""
     if name not in PROGRAMS:
         raise KeyError(f"{name} is not in conformance.environment.PROGRAMS")
-    _USED.add(name)
+    mine = _CASE_USES.get()
+    (mine if mine is not None else _USED).add(name)
+
+
+def track() -> set[str]:
+    """Count this context's uses (a lane's task, and what it starts) in a set of its own."""
+    mine: set[str] = set()
+    _CASE_USES.set(mine)
+    return mine
 
 
 def take_uses() -> set[str]:

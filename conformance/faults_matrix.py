@@ -75,7 +75,7 @@ def cells(row: str) -> list[Cell]:
 #: correct runner for its own load). The route, deadline and retire rows take about 2 s or
 #: less on one rig, less than an extra world start would save. A control-plane restart gives
 #: up its port and binds it again: the port is one no port-0 bind or outgoing connection can
-#: take meanwhile (:func:`fake_server.plane.stable_ports`; before it, a lane starting a world
+#: take meanwhile (:func:`fake_server.ports.stable_ports`; before it, a lane starting a world
 #: took it once: ``EADDRINUSE``, 6 cells not judged in CI).
 LANES: dict[str, int] = {"server": 3, "kill": 3}
 

@@ -59,6 +59,9 @@ class CaseState:
     world: Any = None
     transcript: list[Any] = field(default_factory=list)  # JSON objects (a foreign world: text)
     data: dict[str, Any] = field(default_factory=dict)
+    #: the programs the case used, counted on its lane (:mod:`conformance.lanes`); None: the
+    #: process's count (:func:`conformance.environment.take_uses`)
+    uses: set[str] | None = None
 
     def secrets(self) -> Secrets:
         """The world's secrets as one registry (a foreign world's plain values included)."""

@@ -255,6 +255,9 @@ class Pool:
     capacity: int = CAPACITY
     kept: list[Kept] = field(default_factory=list)
     closing: list[Kept] = field(default_factory=list)  # worlds to close at the next await
+    #: whether a case still to come can use a world of this key (None: any may); a world
+    #: nobody will borrow is closed instead of kept (it would only push a useful one out)
+    wanted: Callable[[str], bool] | None = None
 
     def take(self, key: str) -> Kept | None:
         """Remove and return what is kept for ``key`` (no settling), or None."""
@@ -318,6 +321,8 @@ class Pool:
         and it parks the next one) before the gates are read, so a runner still reacting to the
         case (a reset poll after an error, say) is seen doing so."""
         why = ("the case did not pass" if not passed else
+               "unwanted: no case to come shares this world"
+               if self.wanted is not None and not self.wanted(kept.key) else
                "idle: the runner did not park a poll" if kept.unsettled else
                await _tidy(kept.world) or await _round_trip(kept.world) or
                refusal(kept.world, begun))

@@ -44,6 +44,7 @@ from .causes import cause_lines
 from .judge import STATE, CaseState, judge_phase, load_object, merge
 from .junit import rewrite as rewrite_junit
 from .kept_worlds import KEEPABLE_WORLD, keeps_worlds, shares_world, world_key
+from .lanes import WORKER_LANES, Lanes, on_lane
 from .marks import ANY_HERMES, LONG, MARK, case_mark, is_long, runs_on_any_hermes
 from .reference_cmd import REFERENCE_RUNNER_CMD
 from .results import CaseResult, RunResults, combine, dump, redact, redact_data, verdict_line
@@ -94,6 +95,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-fresh-worlds", action="store_true",
                 help="a fresh world (runner start-up) for every case; by default consecutive "
                      "plain cases share an idle one (conformance/kept_worlds.py)")
+    g.addoption("--conformance-lanes", default=None, type=int, metavar="N",
+                help="cases in flight in this process at once (default: 2 in an xdist worker, "
+                     "which is also the most a worker can use; 1, one after the other, in a "
+                     "plain session) (conformance/lanes.py)")
     g.addoption("--conformance-transcripts", default=TRANSCRIPTS, choices=sorted(POLICIES),
                 help="which cases keep their transcript whole in results.json: failing "
                      "(default: every case that did not pass), all, or none; the others keep "
@@ -172,6 +177,12 @@ class Conformance:
             raise pytest.UsageError(str(exc)) from None
         #: what this shard ran, for results.json: set at collection (a worker sends its own)
         self.shard_record: dict[str, Any] | None = None
+        if opt.conformance_lanes is not None and opt.conformance_lanes < 1:
+            raise pytest.UsageError(f"--conformance-lanes must be 1 or more, not {opt.conformance_lanes}")
+        #: cases in flight in this process (conformance/lanes.py)
+        self.width: int = (opt.conformance_lanes if opt.conformance_lanes is not None
+                           else WORKER_LANES if workerinput is not None else 1)
+        self.lanes: Lanes | None = None
 
     def _durations(self, path: str | None) -> tuple[dict[str, float], str]:
         """The durations of the run's profile and the sha256 of the file they came from."""
@@ -331,6 +342,17 @@ class Conformance:
         return world_key(self.runner_cmd, str(self.config.option.hermes), self.world_spec,
                          state.options)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        """A case on a lane (``--conformance-lanes N`` above 1: :mod:`conformance.lanes`)."""
+        if self.width <= 1 or not on_lane(item):
+            return None
+        if self.lanes is None:
+            order = None if hasattr(self.config, "workerinput") else item.session.items
+            self.lanes = Lanes(self.config, self.width, order)
+        self.lanes.protocol(item, nextitem)
+        return True
+
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         state = item.stash.get(STATE, None)
         if state is not None:
@@ -359,7 +381,8 @@ class Conformance:
                             "remove it from the baseline")
             state.phases.append("stale")
             state.detail = str(rep.longrepr)
-        undeclared = environment.take_uses() - set(state.row.needs if state.row else ())
+        used = environment.take_uses() if state.uses is None else state.uses
+        undeclared = used - set(state.row.needs if state.row else ())
         if undeclared:
             state.phases.append("error")
             state.detail = (f"harness: the case used {', '.join(sorted(undeclared))} but its "
@@ -414,6 +437,8 @@ class Conformance:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.lanes is not None:
+            self.lanes.close()  # cases still in flight (after a stop) are cancelled
         if self.is_controller and self.out is not None:
             dump(self.results(), self.out / "results.json")
         xml = getattr(self.config.option, "xmlpath", None)

@@ -63,6 +63,7 @@ class Options:
     skip_unavailable: bool = field(default=False,
                                    metadata=_flag("--conformance-skip-unavailable"))
     timeout_multiplier: float | None = field(default=None, metadata=_flag("--timeout-multiplier"))
+    lanes: int | None = field(default=None, metadata=_flag("--conformance-lanes"))
     runner_files: tuple[str, ...] = field(default=(), metadata=_flag("--runner-file"))
     shard: str | None = field(default=None, metadata=_flag("--conformance-shard"))
     durations: str | None = field(default=None, metadata=_flag("--conformance-durations"))

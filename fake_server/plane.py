@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import random
 import secrets
 import shutil
-import socket
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,6 +32,7 @@ from .hub import Hub
 from .hub_state import Slot, Waiter
 from .lifecycle_log import LifecycleLog
 from .machine_api import MachineDeps, setup_machine
+from .ports import bind, bind_again
 from .records import AccountRecord, RunnerRecord, SourceRecord
 from .registration import Registration
 from .store import Store
@@ -59,51 +58,6 @@ def allowed_hosts_for(host: str, port: int, configured: Sequence[str] | None) ->
     if port == 80:
         hosts |= names
     return frozenset(h.lower() for h in hosts)
-
-
-EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
-PORT_ATTEMPTS = 64
-_PORTS_RNG = random.Random()   # its own: a port pick never moves a seeded global sequence
-
-
-def stable_ports() -> range:
-    """The ports a control plane asked for "any port" picks from: below the kernel's ephemeral
-    range, so neither a port-0 bind nor an outgoing connection of any process can take one while
-    a restart has let it go (a restart binds the same port again; a lane starting a world
-    meanwhile took it once: EADDRINUSE)."""
-    try:
-        low = int(EPHEMERAL_RANGE.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    return range(max(1024, low // 2), max(1025, low))
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port``; port 0 picks a free one of :func:`stable_ports`
-    (the kernel's own choice only when none of a few tries is free)."""
-    if port:
-        return _bind_exactly(host, port)
-    ports = stable_ports()
-    for _ in range(PORT_ATTEMPTS):
-        try:
-            return _bind_exactly(host, _PORTS_RNG.choice(ports))
-        except OSError:
-            continue
-    return _bind_exactly(host, 0)
-
-
-def _bind_exactly(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    sock.setblocking(False)
-    return sock
 
 
 class ControlPlane(Verbs):
@@ -194,8 +148,9 @@ class ControlPlane(Verbs):
                         log=self.lifecycle, extras=self.extras)
         self._hub.start_watchdog()
 
-    async def _serve(self) -> None:
-        sock = _bind(self.host, self.port)  # bind first: the app is built knowing its port
+    async def _serve(self, *, again: bool = False) -> None:
+        # bind first: the app is built knowing its port
+        sock = await bind_again(self.host, self.port) if again else bind(self.host, self.port)
         self.port = sock.getsockname()[1]
         self.allowed_hosts = allowed_hosts_for(self.host, self.port, self._allowed_hosts)
         hub, store = self.hub, self.store
@@ -244,7 +199,7 @@ class ControlPlane(Verbs):
         await self._close()
         await self._open()
         self.restarts += 1
-        await self._serve()
+        await self._serve(again=True)
 
     def _published(self, runner_id: str, art: PublishedArtifact) -> None:
         self.artifacts.append((runner_id, art))

@@ -1,4 +1,5 @@
-"""certify's default ``-j``: two workers per core, capped by the selection's size."""
+"""certify's default ``-j`` and ``--lanes``: one process with three lanes per core on up to two
+cores; else two workers per core, capped by the selection's size, two lanes each."""
 from __future__ import annotations
 
 import fnmatch
@@ -7,16 +8,33 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import CATALOGUE
-from conformance.certify import CASES_PER_WORKER, WORKERS_PER_CORE, default_jobs, parser
+from conformance.certify import (
+    CASES_PER_WORKER,
+    LANES_PER_CORE,
+    ONE_PROCESS_CORES,
+    WORKERS_PER_CORE,
+    default_jobs,
+    default_lanes,
+    parser,
+)
+from conformance.lanes import WORKER_LANES
 
 
 def test_two_workers_per_core_for_a_whole_profile() -> None:
     args = parser().parse_args(["--profile", "core"])
-    assert default_jobs(args, cores=2) == 2 * WORKERS_PER_CORE
+    assert default_jobs(args, cores=4) == 4 * WORKERS_PER_CORE
+    assert default_lanes(4 * WORKERS_PER_CORE, cores=4) == WORKER_LANES
+
+
+def test_one_process_with_lanes_on_a_small_machine() -> None:
+    args = parser().parse_args(["--profile", "core"])
+    for cores in range(1, ONE_PROCESS_CORES + 1):
+        assert default_jobs(args, cores=cores) == 1
+        assert default_lanes(1, cores=cores) == LANES_PER_CORE * cores
 
 
 def test_a_small_selection_gets_fewer_workers() -> None:
-    assert default_jobs(parser().parse_args(["--cases", "DED-001"]), cores=2) == 1
+    assert default_jobs(parser().parse_args(["--cases", "DED-001"]), cores=4) == 1
     picked = [r for r in CATALOGUE.in_profile("core")
               if fnmatch.fnmatchcase(r.id, "DED-*") or fnmatch.fnmatchcase(r.id, "GEN-*")]
     args = parser().parse_args(["--cases", "DED-*,GEN-*"])

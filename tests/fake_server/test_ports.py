@@ -4,33 +4,37 @@ or an outgoing connection never takes a port from that range (the FLT-002 lanes 
 restarting control plane's ephemeral port: EADDRINUSE)."""
 from __future__ import annotations
 
+import asyncio
+import errno
 import socket
 
-from fake_server import ControlPlane, plane
+import pytest
+
+from fake_server import ControlPlane, ports
 
 
 def test_stable_ports_lie_below_the_ephemeral_range() -> None:
-    low = int(plane.EPHEMERAL_RANGE.read_text().split()[0])
-    ports = plane.stable_ports()
-    assert ports.stop <= low and ports.start >= 1024 and len(ports) > 1000
+    low = int(ports.EPHEMERAL_RANGE.read_text().split()[0])
+    picked = ports.stable_ports()
+    assert picked.stop <= low and picked.start >= 1024 and len(picked) > 1000
 
 
 def test_the_range_is_read_from_the_kernel(tmp_path, monkeypatch) -> None:
     fake = tmp_path / "range"
     fake.write_text("40000\t50000\n")
-    monkeypatch.setattr(plane, "EPHEMERAL_RANGE", fake)
-    assert plane.stable_ports() == range(20000, 40000)
-    monkeypatch.setattr(plane, "EPHEMERAL_RANGE", tmp_path / "missing")
-    assert plane.stable_ports() == range(16384, 32768)
+    monkeypatch.setattr(ports, "EPHEMERAL_RANGE", fake)
+    assert ports.stable_ports() == range(20000, 40000)
+    monkeypatch.setattr(ports, "EPHEMERAL_RANGE", tmp_path / "missing")
+    assert ports.stable_ports() == range(16384, 32768)
 
 
 def test_a_taken_port_is_skipped(monkeypatch) -> None:
-    held = plane._bind("127.0.0.1", 0)
+    held = ports.bind("127.0.0.1", 0)
     port = held.getsockname()[1]
-    picks = iter([port, port + 1 if port + 1 in plane.stable_ports() else port - 1])
-    monkeypatch.setattr(plane._PORTS_RNG, "choice", lambda _r: next(picks))
+    picks = iter([port, port + 1 if port + 1 in ports.stable_ports() else port - 1])
+    monkeypatch.setattr(ports._PORTS_RNG, "choice", lambda _r: next(picks))
     try:
-        sock = plane._bind("127.0.0.1", 0)
+        sock = ports.bind("127.0.0.1", 0)
         assert sock.getsockname()[1] != port
         sock.close()
     finally:
@@ -40,7 +44,7 @@ def test_a_taken_port_is_skipped(monkeypatch) -> None:
 async def test_a_restart_binds_the_same_stable_port_while_port_0_binds_go_on() -> None:
     async with ControlPlane() as cp:
         port = cp.port
-        assert port in plane.stable_ports()
+        assert port in ports.stable_ports()
         others = []
         try:
             for _ in range(50):   # what lanes starting worlds do while a plane restarts
@@ -52,3 +56,25 @@ async def test_a_restart_binds_the_same_stable_port_while_port_0_binds_go_on() -
             for s in others:
                 s.close()
         assert cp.port == port
+
+
+async def test_a_restart_binds_again_once_a_held_copy_of_the_old_listener_goes() -> None:
+    """A child forked while the old listener was open holds a copy of it until it execs: the
+    restart's bind fails with EADDRINUSE until then, and is tried again (bounded)."""
+    held = ports.bind("127.0.0.1", 0)  # the child's copy of the old listener
+    port = held.getsockname()[1]
+    asyncio.get_running_loop().call_later(0.1, held.close)  # the child execs
+    sock = await ports.bind_again("127.0.0.1", port)
+    assert sock.getsockname()[1] == port
+    sock.close()
+
+
+async def test_a_port_held_for_good_fails_the_restart_within_its_bound(monkeypatch) -> None:
+    held = ports.bind("127.0.0.1", 0)
+    monkeypatch.setattr(ports, "REBIND_BOUND", 0.1)
+    try:
+        with pytest.raises(OSError) as raised:
+            await ports.bind_again("127.0.0.1", held.getsockname()[1])
+        assert raised.value.errno == errno.EADDRINUSE
+    finally:
+        held.close()
