@@ -334,9 +334,15 @@ class Pool:
         return None
 
     async def close(self) -> None:
+        """Close everything kept, the worlds side by side (each its own runner, control plane
+        and Hermes: one's stop never waits for another's)."""
         while self.kept:
             self._drop(self.kept.pop())
-        await self.drain()
+        closing, self.closing = self.closing, []
+        outcomes = await asyncio.gather(*(k.closer() for k in closing), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     def close_rigs(self) -> None:
         """Close the kept rigs (no loop needed): the session's end when no world was kept."""

@@ -11,7 +11,8 @@ Rules of this module:
   the lanes' event loop, which runs in a thread of its own: a case in flight is served while
   pytest reports another or waits for its next item.
 - Which items run on a lane (:func:`on_lane`): case items whose function asks only for the
-  fixtures in :data:`FIXTURES`. Any other item goes through pytest's protocol as usual.
+  fixtures in :data:`FIXTURES`. Any other item goes through pytest's protocol as usual, and
+  alone: nothing is run ahead past it (an ordinary test may patch what a case reads).
 - What runs ahead (:meth:`Lanes.fill`): only items this process is certain to run next: in a
   plain session the items after the current one, in pytest's order, started as pytest reaches an
   item and as a case in flight ends; in an xdist worker the one item the worker has already
@@ -28,7 +29,8 @@ Rules of this module:
 - A case's programs are counted on its own lane (:func:`conformance.environment.track`).
 - The per-case bound (pytest-timeout's ``timeout`` of the item, already scaled by the run's
   multiplier) ends a case in flight with :class:`CaseTimeout` (judged ``timeout``); pytest-timeout
-  itself is switched off for a lane's item (its timer would run in the wrong thread).
+  itself is switched off for a lane's item at collection (:func:`take_bound`: its timer would
+  fire in the wrong thread).
 - At the session's end (after a stop or an interrupt too) the cases still in flight are
   cancelled and given :data:`CANCEL_BOUND` seconds to end, then the lanes' pools are closed
   within :data:`CLOSE_BOUND`; a runner a cancelled case could not stop in time is killed at
@@ -49,6 +51,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
+from fake_server.verbs import CURRENT_TEST
 
 from . import environment
 from .casefixtures import _session, case_world, new_pool
@@ -127,6 +131,18 @@ class _Request:
         return self._values[name]
 
 
+BOUND = pytest.StashKey[float | None]()
+
+
+def take_bound(item: pytest.Item) -> None:
+    """At collection, before pytest-timeout arms its timer for the item: keep the item's bound
+    for its lane and switch pytest-timeout off for it (its timer would fire in the wrong
+    thread)."""
+    if on_lane(item) and BOUND not in item.stash:
+        item.stash[BOUND] = bound_of(item)
+        item.add_marker(pytest.mark.timeout(0), append=False)
+
+
 def bound_of(item: pytest.Item) -> float | None:
     """The item's pytest-timeout bound in seconds (None: none), as pytest-timeout reads it."""
     if not item.config.pluginmanager.hasplugin("timeout"):
@@ -197,9 +213,10 @@ class Lanes:
                 if session.shouldstop or session.shouldfail or self.closing:
                     return
                 nxt = self.order[self.cursor]
+                if not on_lane(nxt):
+                    return  # nothing runs beside a test that is not on a lane
                 self.cursor += 1
-                if on_lane(nxt):
-                    self._start(nxt)
+                self._start(nxt)
 
     def _sync_pool(self) -> Pool:
         pool = new_pool(self.config)
@@ -212,10 +229,10 @@ class Lanes:
     def _start(self, item: pytest.Item) -> None:
         if id(item) in self.runs:
             return
-        bound = bound_of(item)
+        take_bound(item)
+        bound = item.stash[BOUND]
         if self.order is not None and (key := _session(self.config)._share_key(item)):
             self.coming[key] -= 1
-        item.add_marker(pytest.mark.timeout(0), append=False)  # the lane keeps the bound
         run = _Run(item, concurrent.futures.Future())
         self.runs[id(item)] = run
         run.future = asyncio.run_coroutine_threadsafe(self._run(run, bound), self.loop)
@@ -299,18 +316,20 @@ class Lanes:
                     await anext(world)
                     raise RuntimeError("the world fixture yielded twice")
 
-        await _phase(phases, "setup", setup, deadline, bound)
+        await _phase(item.nodeid, phases, "setup", setup, deadline, bound)
         if phases[-1].exc is None:
-            await _phase(phases, "call", call, deadline, bound)
+            await _phase(item.nodeid, phases, "call", call, deadline, bound)
         grace = None if deadline is None else max(deadline, self.loop.time()) + TEARDOWN_GRACE
-        await _phase(phases, "teardown", teardown, grace, bound)
+        await _phase(item.nodeid, phases, "teardown", teardown, grace, bound)
         return phases
 
 
-async def _phase(phases: list[Phase], when: str, step: Callable[[], Coroutine[Any, Any, None]],
-                 deadline: float | None, bound: float | None) -> None:
+async def _phase(nodeid: str, phases: list[Phase], when: str,
+                 step: Callable[[], Coroutine[Any, Any, None]], deadline: float | None,
+                 bound: float | None) -> None:
     start, t0 = time.time(), time.perf_counter()
     exc: BaseException | None = None
+    CURRENT_TEST.set(f"{nodeid} ({when})")  # what the command log names (fake_server.verbs)
     try:
         async with asyncio.timeout_at(deadline):
             await step()
@@ -319,8 +338,10 @@ async def _phase(phases: list[Phase], when: str, step: Callable[[], Coroutine[An
         exc = e
         if deadline is not None and asyncio.get_running_loop().time() >= deadline and (
                 task is None or not task.cancelling()):
-            exc = CaseTimeout(f"Timeout >{bound:g}s: the case's bound ran out ({when})")
-            exc.__cause__ = e
+            try:  # raised, so it has a traceback to report
+                raise CaseTimeout(f"Timeout >{bound:g}s: the case's bound ran out ({when})") from e
+            except CaseTimeout as timed_out:
+                exc = timed_out
     except asyncio.CancelledError:
         raise
     except BaseException as e:  # noqa: BLE001 - every exception is the phase's outcome

@@ -44,7 +44,7 @@ from .causes import cause_lines
 from .judge import STATE, CaseState, judge_phase, load_object, merge
 from .junit import rewrite as rewrite_junit
 from .kept_worlds import KEEPABLE_WORLD, keeps_worlds, shares_world, world_key
-from .lanes import WORKER_LANES, Lanes, on_lane
+from .lanes import WORKER_LANES, Lanes, on_lane, take_bound
 from .marks import ANY_HERMES, LONG, MARK, case_mark, is_long, runs_on_any_hermes
 from .reference_cmd import REFERENCE_RUNNER_CMD
 from .results import CaseResult, RunResults, combine, dump, redact, redact_data, verdict_line
@@ -266,6 +266,9 @@ class Conformance:
             dropped += elsewhere
         if dropped:
             config.hook.pytest_deselected(items=dropped)
+        if self.width > 1:
+            for item in keep:
+                take_bound(item)
         keeping = keeps_worlds(fresh_worlds=config.getoption("conformance_fresh_worlds", False),
                                spec=self.world_spec, hermes_mode=self.hermes)
         workers = int(getattr(config, "workerinput", {}).get("workercount", 1))

@@ -12,7 +12,8 @@ Rules:
   (``upstream_payloads.complete``). ``as_sent=True`` sends the payload exactly as given: a case
   whose purpose is a command upstream would not send says so at the call site.
 - With ``HERMES_CONFORMANCE_COMMAND_LOG`` set, every submitted command is appended to that file
-  (one JSON line: kind, payload, as_sent, the pytest case): ``tests/oracle_fairness`` checks
+  (one JSON line: kind, payload, as_sent, the pytest case: :data:`CURRENT_TEST` when a lane set
+  it, else ``PYTEST_CURRENT_TEST``): ``tests/oracle_fairness`` checks
   them against ``upstream_payloads.KINDS``.
 - ``open_channel`` never hands a caller an outcome the control plane made on its own: a
   ``gateway.open`` ended ``runner_offline`` while the runner was between two online states (its
@@ -26,6 +27,7 @@ import asyncio
 import json
 import os
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from .handles import Channel, Command, CommandRefused, Lease, ToolHandler
@@ -58,6 +60,9 @@ def _open_payload(ch: Channel, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 COMMAND_LOG = "HERMES_CONFORMANCE_COMMAND_LOG"
+#: the test a command is logged for when several run in one process at once (the harness's
+#: lanes set it per case); else pytest's own ``PYTEST_CURRENT_TEST``
+CURRENT_TEST: ContextVar[str | None] = ContextVar("hermes_conformance_current_test", default=None)
 #: how often a command the control plane ended offline on its own is sent again, and how long
 #: the runner is waited for to be online before each (scaled by the timeout multiplier)
 OFFLINE_RETRIES = 3
@@ -69,7 +74,8 @@ def _log_command(kind: str, payload: dict[str, Any], as_sent: bool) -> None:
     if not path:
         return
     line = json.dumps({"kind": kind, "payload": payload, "as_sent": as_sent,
-                       "case": os.environ.get("PYTEST_CURRENT_TEST", "")}, default=str)
+                       "case": CURRENT_TEST.get() or os.environ.get("PYTEST_CURRENT_TEST", "")},
+                      default=str)
     with open(path, "a", encoding="utf-8") as f:  # one short append per command
         f.write(line + "\n")
 

@@ -148,7 +148,7 @@ def test_a_world_of_another_shape_is_never_kept() -> None:
 def _certify(tmp_path: Path, *extra: str) -> dict[str, Any]:
     out = tmp_path / "bundle"
     subprocess.run([sys.executable, "-m", "conformance", "certify", "--cases", "LIM-001,LIM-003",
-                    "-j", "1", "--no-progress", "--out", str(out), *extra],
+                    "-j", "1", "--lanes", "1", "--no-progress", "--out", str(out), *extra],
                    cwd=REPO, check=True, capture_output=True, timeout=300)
     doc = json.loads((out / "results.json").read_text())
     return {c["id"]: c["data"] for c in doc["cases"]}

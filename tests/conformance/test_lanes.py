@@ -1,0 +1,230 @@
+"""Lanes (conformance/lanes.py): several cases in flight in one pytest process, each judged and
+reported exactly as when they run one after the other."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+
+from conformance.kept_worlds import Kept, Pool
+from conformance.lanes import WORKER_LANES
+
+from .engine_sample import engine_args, make_project
+
+pytest_plugins = ["pytester"]
+
+
+def run(pytester: pytest.Pytester, lanes: int, *extra: str) -> tuple[pytest.RunResult, dict]:
+    out = f"out{lanes}"
+    r = pytester.runpytest(*engine_args("--conformance-out", out, "--conformance-lanes",
+                                        str(lanes), "--junitxml", f"{out}.xml", *extra))
+    doc = json.loads((pytester.path / out / "results.json").read_text())
+    return r, doc
+
+
+def judged(doc: dict) -> dict[str, tuple[str, str, str, str]]:
+    return {c["id"]: (c["status"], c["expected"], c["actual"], c["detail"].split("\n")[0])
+            for c in doc["cases"]}
+
+
+def junit_counts(pytester: pytest.Pytester, lanes: int) -> tuple[str | None, ...]:
+    suite = ET.parse(pytester.path / f"out{lanes}.xml").getroot().find("testsuite")
+    assert suite is not None
+    return tuple(suite.get(k) for k in ("tests", "failures", "errors", "skipped"))
+
+
+def test_lanes_judge_every_kind_of_case_as_one_after_the_other(pytester: pytest.Pytester) -> None:
+    """pass, fail, a SHOULD failing, expected-fail, stale, a secret leak, not-applicable: the
+    same statuses, expectations, details and JUnit counts on four lanes as on one."""
+    make_project(pytester)
+    pytester.makefile(".txt", baseline="DED-002\nISO-001\n")
+    _, one = run(pytester, 1, "--conformance-baseline", "baseline.txt")
+    r, four = run(pytester, 4, "--conformance-baseline", "baseline.txt")
+    assert judged(four) == judged(one)
+    assert {c["status"] for c in four["cases"]} >= {"pass", "fail", "expected-fail", "stale",
+                                                   "not-applicable"}
+    assert junit_counts(pytester, 4) == junit_counts(pytester, 1)
+    assert four["summary"] == one["summary"]
+    assert all(c["duration"] > 0 for c in four["cases"])
+
+
+HARNESS_CASES = '''
+import asyncio
+from conformance import environment
+from conformance.marks import case
+
+@case("GEN-001")
+async def test_harness_wait_runs_out(world):
+    await asyncio.wait_for(asyncio.Event().wait(), 0.01)
+
+@case("GEN-002")
+async def test_no_free_port(world):
+    raise OSError(98, "Address already in use")
+
+@case("DED-002")
+async def test_uses_an_undeclared_program(world):
+    environment.note_use("faketime")
+
+@case("TT-001")
+async def test_passes(world):
+    assert True
+'''
+
+
+def test_harness_problems_and_undeclared_programs_on_lanes(pytester: pytest.Pytester) -> None:
+    """timeout, error, and a program the row does not declare, counted on the case's own lane
+    (the case beside it used nothing)."""
+    make_project(pytester, HARNESS_CASES)
+    _, one = run(pytester, 1)
+    _, lanes = run(pytester, 4)
+    assert {c["id"]: c["status"] for c in lanes["cases"]} == {
+        "GEN-001": "timeout", "GEN-002": "error", "DED-002": "error", "TT-001": "pass"}
+    assert judged(lanes) == judged(one)
+    ded = next(c for c in lanes["cases"] if c["id"] == "DED-002")
+    assert "does not declare needs=('faketime',)" in ded["detail"]
+
+
+TOGETHER = '''
+import asyncio
+from conformance.marks import case
+
+IN_FLIGHT = []
+ALL_IN = {}
+
+async def _meet(name):
+    """Wait (bounded) until three cases are in flight at once."""
+    loop = asyncio.get_running_loop()
+    event = ALL_IN.setdefault(loop, asyncio.Event())
+    IN_FLIGHT.append(name)
+    if len(IN_FLIGHT) >= 3:
+        event.set()
+    await asyncio.wait_for(event.wait(), 5)
+
+@case("GEN-001")
+async def test_a(world):
+    await _meet("a")
+
+@case("GEN-002")
+async def test_b(world):
+    await _meet("b")
+
+@case("DED-001")
+async def test_c(world):
+    await _meet("c")
+'''
+
+
+def test_cases_on_lanes_are_in_flight_together(pytester: pytest.Pytester) -> None:
+    """Three cases that each wait for the three to be in flight: all pass on three lanes; one
+    after the other, none can (the check can fail)."""
+    make_project(pytester, TOGETHER)
+    _, three = run(pytester, 3)
+    assert {c["status"] for c in three["cases"]} == {"pass"}
+    _, one = run(pytester, 1, "-k", "test_a")
+    assert [c["status"] for c in one["cases"]] == ["timeout"]
+
+
+BOUNDED = '''
+import asyncio
+import pytest
+from conformance.marks import case
+
+@case("GEN-001")
+@pytest.mark.timeout(0.5)
+async def test_hangs(world):
+    await asyncio.Event().wait()
+
+@case("GEN-002")
+async def test_passes(world):
+    assert True
+'''
+
+
+def test_a_case_over_its_bound_is_a_timeout_and_the_others_go_on(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, BOUNDED)
+    _, doc = run(pytester, 2)
+    got = {c["id"]: c for c in doc["cases"]}
+    assert got["GEN-001"]["status"] == "timeout"
+    assert "Timeout >0.5s" in got["GEN-001"]["detail"]
+    assert got["GEN-002"]["status"] == "pass"
+
+
+SYNC = '''
+import threading
+from conformance.casefixtures import pool_of
+from conformance.kept_worlds import Pool
+from conformance.marks import case
+
+MAIN = threading.main_thread()
+
+@case("GEN-001")
+def test_sync_with_request(request, runner_cmd):
+    assert threading.current_thread() is not MAIN  # a thread of its own
+    assert request.getfixturevalue("case_seed") == request.node.stash[
+        __import__("conformance.judge", fromlist=["STATE"]).STATE].seed
+    assert request.config.getoption("conformance_lanes") == 2
+    assert isinstance(pool_of(request.config), Pool)
+    assert "{config}" in runner_cmd
+
+@case("GEN-002")
+async def test_async(world, case_seed, case_row):
+    assert case_row.id == "GEN-002" and isinstance(case_seed, int)
+'''
+
+
+def test_a_synchronous_case_runs_in_a_thread_with_its_own_pool(pytester: pytest.Pytester) -> None:
+    make_project(pytester, SYNC)
+    _, doc = run(pytester, 2)
+    assert {c["id"]: c["status"] for c in doc["cases"]} == {"GEN-001": "pass", "GEN-002": "pass"}
+
+
+def test_lanes_must_be_one_or_more(pytester: pytest.Pytester) -> None:
+    make_project(pytester)
+    r = pytester.runpytest(*engine_args("--conformance-lanes", "0"))
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--conformance-lanes must be 1 or more" in r.stderr.str()
+    assert WORKER_LANES == 2
+
+
+async def test_a_world_no_case_to_come_can_use_is_closed_not_kept() -> None:
+    closed: list[str] = []
+
+    async def closer() -> None:
+        closed.append("k")
+
+    pool = Pool(wanted=lambda key: False)
+    why = await pool.give_back(Kept(world=object(), key="k", closer=closer), passed=True,
+                               begun=Any)  # type: ignore[arg-type]
+    assert why is not None and why.startswith("unwanted") and closed == ["k"]
+    assert pool.kept == []
+
+
+BESIDE_A_TEST = '''
+from conformance.marks import case
+
+STARTED = []
+
+@case("GEN-001")
+async def test_a(world):
+    STARTED.append("a")
+
+def test_ordinary():
+    assert STARTED == ["a"], STARTED  # b is not run ahead past an ordinary test
+
+@case("GEN-002")
+async def test_b(world):
+    STARTED.append("b")
+'''
+
+
+def test_nothing_runs_ahead_past_an_ordinary_test(pytester: pytest.Pytester) -> None:
+    """An ordinary test runs alone (it may patch what a case reads): the case after it is not
+    started while it runs, though there are lanes to spare."""
+    make_project(pytester, BESIDE_A_TEST)
+    r, doc = run(pytester, 3)
+    r.assert_outcomes(passed=3)
+    assert {c["id"]: c["status"] for c in doc["cases"]} == {"GEN-001": "pass", "GEN-002": "pass"}
