@@ -23,7 +23,8 @@ from .verdict import CaseFailed
 from .witness import note_line
 
 
-def _session(config: pytest.Config) -> Any:
+def session_plugin(config: pytest.Config) -> Any:
+    """The session's conformance plugin (``conformance.plugin.Conformance``)."""
     plugin = config.pluginmanager.getplugin("conformance-session")
     assert plugin is not None, "the conformance plugin is not configured"
     return plugin
@@ -32,7 +33,7 @@ def _session(config: pytest.Config) -> Any:
 @pytest.fixture
 def runner_cmd(request: pytest.FixtureRequest) -> str:
     """The runner command template (``--runner-cmd``; default: the reference runner)."""
-    return _session(request.config).runner_cmd
+    return session_plugin(request.config).runner_cmd
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def hermes_mode(request: pytest.FixtureRequest) -> str:
 def case_seed(request: pytest.FixtureRequest) -> int:
     """This case's seed: derived from the run seed and the node id, so a replay is exact."""
     state = request.node.stash.get(STATE, None)
-    return state.seed if state else _session(request.config).case_seed(request.node.nodeid)
+    return state.seed if state else session_plugin(request.config).case_seed(request.node.nodeid)
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def new_pool(config: pytest.Config, capacity: int = CAPACITY) -> Pool:
     """A pool of kept worlds and rigs as this session's options say (none kept under
     ``--conformance-fresh-worlds``)."""
     fresh = bool(config.getoption("conformance_fresh_worlds", False))
-    return Pool(enabled=keeps_worlds(fresh_worlds=fresh, spec=_session(config).world_spec,
+    return Pool(enabled=keeps_worlds(fresh_worlds=fresh, spec=session_plugin(config).world_spec,
                                      hermes_mode=str(config.option.hermes)),
                 rigs=not fresh, capacity=capacity)
 
@@ -114,7 +115,7 @@ async def case_world(config: pytest.Config, node: pytest.Item, *, runner_cmd: st
     options = dict(state.options) if state else {}
     shares = shares_world(options)
     options.pop("fresh", None)
-    spec = _session(config).world_spec
+    spec = session_plugin(config).world_spec
     key = world_key(runner_cmd, hermes_mode, spec, options)
     open_world = load_object(spec)
     if state is None or not shares or not pool.enabled:

@@ -55,7 +55,7 @@ import pytest
 from fake_server.verbs import CURRENT_TEST
 
 from . import environment
-from .casefixtures import _session, case_world, new_pool
+from .casefixtures import POOL, case_world, new_pool, session_plugin
 from .judge import STATE
 from .kept_worlds import CAPACITY, Pool
 from .verdict import CaseFailed
@@ -107,8 +107,6 @@ class _ConfigView:
     the pool of its lane there."""
 
     def __init__(self, config: pytest.Config, pool: Pool) -> None:
-        from .casefixtures import POOL
-
         self._config = config
         self.stash = pytest.Stash()
         self.stash[POOL] = pool
@@ -173,7 +171,7 @@ class Lanes:
         #: the world keys of the cases not started yet (a plain session: its whole order)
         self.coming: Counter[str] = Counter()
         if items is not None:
-            share_key = _session(config)._share_key
+            share_key = session_plugin(config).share_key
             self.coming.update(k for it in items if on_lane(it) and (k := share_key(it)))
             self.pool.wanted = lambda key: self.coming[key] > 0
         self.sync_pools: list[Pool] = []  # every pool a synchronous case had
@@ -231,7 +229,7 @@ class Lanes:
             return
         take_bound(item)
         bound = item.stash[BOUND]
-        if self.order is not None and (key := _session(self.config)._share_key(item)):
+        if self.order is not None and (key := session_plugin(self.config).share_key(item)):
             self.coming[key] -= 1
         run = _Run(item, concurrent.futures.Future())
         self.runs[id(item)] = run
@@ -274,7 +272,7 @@ class Lanes:
         config = self.config
         deadline = None if bound is None else self.loop.time() + bound
         values: dict[str, Any] = {
-            "runner_cmd": _session(config).runner_cmd, "hermes_mode": str(config.option.hermes),
+            "runner_cmd": session_plugin(config).runner_cmd, "hermes_mode": str(config.option.hermes),
             "case_seed": state.seed, "case_row": state.row}
         names = set(item._fixtureinfo.argnames)  # type: ignore[attr-defined]
         sync = not inspect.iscoroutinefunction(item.obj)  # type: ignore[attr-defined]

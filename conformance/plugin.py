@@ -272,7 +272,7 @@ class Conformance:
         keeping = keeps_worlds(fresh_worlds=config.getoption("conformance_fresh_worlds", False),
                                spec=self.world_spec, hermes_mode=self.hermes)
         workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-        key = self._share_key if keeping else (lambda item: None)
+        key = self.share_key if keeping else (lambda item: None)
         # only the cases move, among the places cases had: other tests keep their order
         at = [i for i, it in enumerate(keep) if STATE in it.stash]
         for i, it in zip(at, case_order([keep[i] for i in at], key, workers, long=is_long),
@@ -289,7 +289,7 @@ class Conformance:
         for item in items:
             state = item.stash.get(STATE, None)
             if state is not None:
-                key = None if is_long(item) else self._share_key(item)
+                key = None if is_long(item) else self.share_key(item)
                 keys[state.case_id] = key if keys.get(state.case_id, key) == key else None
         mine = set(shards.split(keys, self.durations[0], self.shard.total)[self.shard.index - 1])
         self.shard_record = {"index": self.shard.index, "total": self.shard.total,
@@ -338,7 +338,8 @@ class Conformance:
         if seconds > 0:
             item.add_marker(pytest.mark.timeout(seconds * factor))
 
-    def _share_key(self, item: pytest.Item) -> str | None:
+    def share_key(self, item: pytest.Item) -> str | None:
+        """The key of the kept worlds ``item`` may borrow (None: it never shares one)."""
         state = item.stash.get(STATE, None)
         if state is None or not shares_world(state.options):
             return None

@@ -14,8 +14,9 @@ Rules of this module:
   catalogue is *missing* (not written yet).
 - The reference runner (``python -m runner_ref``, conformance/reference_cmd.py) runs the union
   of the declared cases that exist, and must pass every one of them.
-- ``python -m negative_controls.verify [NAME …] [-j N]`` prints the table control → catching
-  cases → verdict and exits 1 when a control escapes or the reference fails a case.
+- ``python -m negative_controls.verify [NAME …] [-j N] [--lanes K]`` prints the table control →
+  catching cases → verdict and exits 1 when a control escapes or the reference fails a case;
+  ``--lanes K`` (or ``NEGCTL_LANES``) runs each session's cases K at a time, as certify does.
 """
 from __future__ import annotations
 
@@ -82,9 +83,14 @@ def _why(case: dict[str, object]) -> str:
     return detail[-1][:160] if detail else ""
 
 
+#: cases in flight in each control's session (conformance/lanes.py): ``--lanes K`` or
+#: ``NEGCTL_LANES``; unset, the plugin's default for a plain session (one after the other)
+LANES: int | None = int(os.environ["NEGCTL_LANES"]) if os.environ.get("NEGCTL_LANES") else None
+
+
 def pytest_args(cmd: str, ids: Iterable[str], out: Path, ini: Path) -> list[str]:
     """The session of ``ids`` against ``cmd`` (conformance/session_cmd.py), quiet."""
-    options = Options(runner_cmd=cmd, out=str(out), cases=",".join(ids))
+    options = Options(runner_cmd=cmd, out=str(out), cases=",".join(ids), lanes=LANES)
     return session_argv(options, ini=str(ini), rootdir=str(ROOT), extra=["-q"])
 
 
@@ -206,7 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("names", nargs="*", help="controls to verify (default: all)")
     p.add_argument("-j", "--jobs", type=int, default=2)
     p.add_argument("--why", action="store_true", help="show why each case failed")
+    p.add_argument("--lanes", type=int, default=None, metavar="K",
+                   help="cases in flight in each session (default: $NEGCTL_LANES, else one "
+                        "after the other)")
     args = p.parse_args(argv)
+    global LANES  # noqa: PLW0603 - the sessions of this run
+    if args.lanes is not None:
+        LANES = args.lanes
     rows = [BY_NAME[n] for n in args.names] if args.names else list(CONTROLS)
     known = catalogued()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
