@@ -10,7 +10,9 @@ Rules of this module:
   that starts the program calls :func:`note_use`; the plugin compares at teardown). So the
   table, the rows and what the cases do cannot drift apart. A case run on a lane
   (:mod:`conformance.lanes`, several cases in flight) counts its uses in a set of its own
-  (:func:`track`, a context variable its task and the threads it hands work to inherit).
+  (:func:`track`, a context variable: its task, what it awaits on other loops and
+  ``asyncio.to_thread`` inherit it; a use from a thread pool the case starts itself goes to the
+  process's count, which no case on a lane reads, so it is not checked there).
 - :func:`missing` probes the files (the only I/O here); the search roots can be pointed
   elsewhere with ``CONFORMANCE_LIBRARY_ROOT`` (a test-only override: a root where nothing is
   installed makes every program missing).

@@ -35,6 +35,9 @@ Rules:
   (its rig runs in its own thread): the loop stands still meanwhile, the kept worlds' control
   planes answer nothing and their runners may time out and reconnect. So a machine that takes a
   rig (:meth:`Pool.freeze`) closes the kept worlds first: a later case never inherits that.
+- When the run's order is known ahead (one process running its cases on lanes,
+  :mod:`conformance.lanes`), a world is kept only while a case not started yet has its key
+  (``Pool.wanted``): one no later case can borrow is closed instead of pushing a useful one out.
 - A case on a fresh world runs beside the worlds kept idle: each world is its own control
   plane, Hermes, runner process and state directory, and an idle runner only holds its poll.
 - Why: a case's cost is mostly the runner's start-up (the floor the certify bench prints); about

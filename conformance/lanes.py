@@ -247,6 +247,8 @@ class Lanes:
             fut.result(timeout=CANCEL_BOUND + CLOSE_BOUND + 1)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=CLOSE_BOUND)
+        if not self.thread.is_alive():
+            self.loop.close()
         for pool in self.sync_pools:
             with contextlib.suppress(Exception):
                 pool.close_rigs()

@@ -34,8 +34,9 @@ the control through the conformance engine — one pytest session per control,
 case passes; the reference runner must pass every declared case. A declared case that is not in
 the catalogue yet makes that control's self-test xfail ("case not written yet"), never pass.
 By hand: `python -m negative_controls.verify [NAME …]` prints control → cases → verdict;
-`--lanes K` (or `NEGCTL_LANES=K` for the self-test) runs each session's cases K at a time on
-lanes, as `certify` runs them by default (docs/certification.md, "Lanes").
+each session runs its cases on lanes as `certify` does by default (three per core,
+docs/certification.md "Lanes"); `--lanes K` (or `NEGCTL_LANES=K` for the self-test) runs them
+K at a time, `--lanes 1` one after the other.
 The mirror, correct runners the suite must never fail: [positive controls](positive-controls.md).
 
 The rows live in `negative_controls/controls_<area>.py`, by family; each module's in-process

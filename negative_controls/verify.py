@@ -16,7 +16,8 @@ Rules of this module:
   of the declared cases that exist, and must pass every one of them.
 - ``python -m negative_controls.verify [NAME …] [-j N] [--lanes K]`` prints the table control →
   catching cases → verdict and exits 1 when a control escapes or the reference fails a case;
-  ``--lanes K`` (or ``NEGCTL_LANES``) runs each session's cases K at a time, as certify does.
+  each session runs its cases on certify's default lanes (three per core), ``--lanes K`` (or
+  ``NEGCTL_LANES``) on K (1: one after the other).
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.catalogue import CATALOGUE
+from conformance.certify import default_lanes
 from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 from conformance.session_cmd import Options, ini_text, session_argv
 
@@ -84,8 +86,9 @@ def _why(case: dict[str, object]) -> str:
 
 
 #: cases in flight in each control's session (conformance/lanes.py): ``--lanes K`` or
-#: ``NEGCTL_LANES``; unset, the plugin's default for a plain session (one after the other)
-LANES: int | None = int(os.environ["NEGCTL_LANES"]) if os.environ.get("NEGCTL_LANES") else None
+#: ``NEGCTL_LANES``, else what certify runs one process with on this machine
+#: (``certify.default_lanes``): the cases are shown to catch the bug as a vendor's run meets it
+LANES: int = int(os.environ.get("NEGCTL_LANES") or default_lanes(1))
 
 
 def pytest_args(cmd: str, ids: Iterable[str], out: Path, ini: Path) -> list[str]:
@@ -213,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-j", "--jobs", type=int, default=2)
     p.add_argument("--why", action="store_true", help="show why each case failed")
     p.add_argument("--lanes", type=int, default=None, metavar="K",
-                   help="cases in flight in each session (default: $NEGCTL_LANES, else one "
-                        "after the other)")
+                   help="cases in flight in each session (default: $NEGCTL_LANES, else "
+                        "certify's default for one process: three per core)")
     args = p.parse_args(argv)
     global LANES  # noqa: PLW0603 - the sessions of this run
     if args.lanes is not None:

@@ -94,6 +94,30 @@ async def test_not_advertised(world):
 '''.replace("WITNESS_LINE", repr(WITNESS))
 
 
+#: cases whose harness runs out, errs, or uses a program its row does not declare
+HARNESS_CASES = '''
+import asyncio
+from conformance import environment
+from conformance.marks import case
+
+@case("GEN-001")
+async def test_harness_wait_runs_out(world):
+    await asyncio.wait_for(asyncio.Event().wait(), 0.01)
+
+@case("GEN-002")
+async def test_no_free_port(world):
+    raise OSError(98, "Address already in use")
+
+@case("DED-002")
+async def test_uses_an_undeclared_program(world):
+    environment.note_use("faketime")
+
+@case("TT-001")
+async def test_passes(world):
+    assert True
+'''
+
+
 def make_project(pytester: pytest.Pytester, cases: str = CASES) -> None:
     pytester.makepyfile(samplecat=CATALOGUE, sampleworld=WORLD)
     pytester.makepyfile(test_cases=textwrap.dedent(cases))

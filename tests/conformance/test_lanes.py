@@ -12,7 +12,7 @@ import pytest
 from conformance.kept_worlds import Kept, Pool
 from conformance.lanes import WORKER_LANES
 
-from .engine_sample import engine_args, make_project
+from .engine_sample import HARNESS_CASES, engine_args, make_project
 
 pytest_plugins = ["pytester"]
 
@@ -49,29 +49,6 @@ def test_lanes_judge_every_kind_of_case_as_one_after_the_other(pytester: pytest.
     assert junit_counts(pytester, 4) == junit_counts(pytester, 1)
     assert four["summary"] == one["summary"]
     assert all(c["duration"] > 0 for c in four["cases"])
-
-
-HARNESS_CASES = '''
-import asyncio
-from conformance import environment
-from conformance.marks import case
-
-@case("GEN-001")
-async def test_harness_wait_runs_out(world):
-    await asyncio.wait_for(asyncio.Event().wait(), 0.01)
-
-@case("GEN-002")
-async def test_no_free_port(world):
-    raise OSError(98, "Address already in use")
-
-@case("DED-002")
-async def test_uses_an_undeclared_program(world):
-    environment.note_use("faketime")
-
-@case("TT-001")
-async def test_passes(world):
-    assert True
-'''
 
 
 def test_harness_problems_and_undeclared_programs_on_lanes(pytester: pytest.Pytester) -> None:

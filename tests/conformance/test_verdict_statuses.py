@@ -24,7 +24,7 @@ from conformance.results import (
 )
 from conformance.verdict import CaseFailed, Unjudged
 
-from .engine_sample import engine_args, make_project
+from .engine_sample import HARNESS_CASES, engine_args, make_project
 
 pytest_plugins = ["pytester"]
 
@@ -176,29 +176,6 @@ def test_one_bound_scales_with_the_multiplier(monkeypatch: pytest.MonkeyPatch) -
         asyncio.run(within("nothing", never(), timeout=0.01))
     with pytest.raises(bounds.MultiplierError):
         bounds.parse("0")
-
-
-HARNESS_CASES = '''
-import asyncio
-from conformance import environment
-from conformance.marks import case
-
-@case("GEN-001")
-async def test_harness_wait_runs_out(world):
-    await asyncio.wait_for(asyncio.Event().wait(), 0.01)
-
-@case("GEN-002")
-async def test_no_free_port(world):
-    raise OSError(98, "Address already in use")
-
-@case("DED-002")
-async def test_uses_an_undeclared_program(world):
-    environment.note_use("faketime")
-
-@case("TT-001")
-async def test_passes(world):
-    assert True
-'''
 
 
 def test_harness_problems_are_error_and_timeout_and_the_run_incomplete(

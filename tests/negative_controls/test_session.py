@@ -29,7 +29,7 @@ def test_certify_and_the_negative_driver_share_the_builders_session(tmp_path: Pa
     theirs = verify.pytest_args("c --config {config}", ["DED-002", "DED-001"], out, ini)
     assert ours[:len(common)] == common and theirs[:len(common)] == common
     assert theirs == [*common, *conformance_args(Options(
-        "c --config {config}", str(out), cases="DED-002,DED-001")), "-q"]
+        "c --config {config}", str(out), cases="DED-002,DED-001", lanes=verify.LANES)), "-q"]
     assert "--conformance-cases" in ours and "--conformance-cases" in theirs
 
 
