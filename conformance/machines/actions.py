@@ -77,6 +77,28 @@ async def http(rig: Rig, *, name: str = "a.txt", command_id: str | None = None,
     return handle
 
 
+#: how long an example waits for the runner to answer every admit it sent for one command
+ANSWERS_WAIT = 3.0
+
+
+async def answers_land(rig: Rig, command_id: str) -> None:
+    """Wait (bounded, scaled; never an error) until the runner has posted a result for every
+    admit it sent for ``command_id``. A runner that runs a copy beside the first delivery (a
+    bug) sends a second admit at once, and its answer then lands before the example is judged
+    however slow the machine; a correct runner's one admit has its one result already."""
+    history = rig.world.cp.history
+
+    def landed(_: Any = None) -> bool:
+        mine = [ex for ex in history if ex.command_id == command_id and ex.answered]
+        admits = sum(1 for ex in mine if ex.route == "admit")
+        return sum(1 for ex in mine if ex.route == "result") >= admits
+
+    if landed():
+        return
+    with contextlib.suppress(TimeoutError):
+        await history.wait_for(landed, timeout=scaled(ANSWERS_WAIT))
+
+
 #: how often a replay the control plane itself ended offline is submitted again
 OFFLINE_RESUBMITS = 3
 
