@@ -98,19 +98,25 @@ async def world(request: pytest.FixtureRequest, runner_cmd: str, hermes_mode: st
     result and a secret found by ``world.scan_for_secrets()`` in anything the runner printed
     fails the case.
     """
+    state = request.node.stash.get(STATE, None)
+
+    def passed() -> bool:  # setup and call judged pass (pytest judges each phase as it ends)
+        return state is not None and len(state.phases) >= 2 and all(
+            p == "pass" for p in state.phases)
+
     async for w in case_world(request.config, request.node, runner_cmd=runner_cmd,
                               hermes_mode=hermes_mode, case_seed=case_seed,
-                              pool=conformance_kept_worlds):
+                              pool=conformance_kept_worlds, passed=passed):
         yield w
 
 
 async def case_world(config: pytest.Config, node: pytest.Item, *, runner_cmd: str,
                      hermes_mode: str, case_seed: int, pool: Pool,
-                     passed: Callable[[], bool] | None = None) -> AsyncIterator[Any]:
+                     passed: Callable[[], bool]) -> AsyncIterator[Any]:
     """The ``world`` fixture's steps, for the fixture and for a case on a lane
     (:mod:`conformance.lanes`): one world yielded; after the case, its transcript and secret
-    scan, and the world closed or kept in ``pool`` — kept only when the case's setup and call
-    passed (``passed``; by default the phases judged so far, which a lane judges later)."""
+    scan, and the world closed or kept in ``pool`` — kept only when ``passed()`` says the case's
+    setup and call passed."""
     state = node.stash.get(STATE, None)
     options = dict(state.options) if state else {}
     shares = shares_world(options)
@@ -145,8 +151,7 @@ async def case_world(config: pytest.Config, node: pytest.Item, *, runner_cmd: st
     except BaseException:
         await kept.closer()
         raise
-    ok = passed() if passed is not None else (
-        len(state.phases) >= 2 and all(p == "pass" for p in state.phases))
+    ok = passed()
     try:
         _finish(state, w)
     except BaseException:

@@ -43,7 +43,7 @@ from .catalogue import CATALOGUE, PROFILES, case_patterns
 from .environment import install_line, missing
 from .hypothesis_profiles import example_databases
 from .junit import replace_cases
-from .lanes import WORKER_LANES
+from .lanes import default_lanes
 from .plugin import load_catalogue
 from .process import kill_leftover_groups
 from .reference_cmd import REFERENCE_RUNNER_CMD
@@ -256,15 +256,6 @@ WORKERS_PER_CORE = 2
 #: no worker to start, one pool of kept worlds (certify core on 2 cores: 34 s at -j 4, 28 s at
 #: -j 1 --lanes 6).
 ONE_PROCESS_CORES = 2
-#: cases in flight per core in that one process
-LANES_PER_CORE = 3
-
-
-def default_lanes(jobs: int, cores: int | None = None) -> int:
-    """``--lanes`` when not given: ``LANES_PER_CORE`` per core in one process, else
-    ``WORKER_LANES``."""
-    cores = max(1, cores if cores is not None else (os.cpu_count() or 1))
-    return LANES_PER_CORE * cores if jobs == 1 else WORKER_LANES
 
 
 def default_jobs(args: argparse.Namespace, cores: int | None = None) -> int:

@@ -71,6 +71,13 @@ class CaseState:
 STATE = pytest.StashKey[CaseState]()
 
 
+def require_row(state: CaseState, nodeid: str) -> None:
+    """A case without a catalogue row fails at setup."""
+    if state.row is None:
+        raise CaseFailed(f"a catalogue row for {state.case_id}",
+                         f"{state.case_id} is not in the catalogue ({nodeid})")
+
+
 def attach(node: pytest.Item, **data: Any) -> None:
     """Attach figures to the case result of ``node`` (``results.json`` ``data``, JUnit
     properties); a no-op for an ordinary test."""

@@ -43,11 +43,12 @@ import asyncio
 import concurrent.futures
 import contextlib
 import inspect
+import os
 import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -56,14 +57,24 @@ from fake_server.verbs import CURRENT_TEST
 
 from . import environment
 from .casefixtures import POOL, case_world, new_pool, session_plugin
-from .judge import STATE
+from .judge import STATE, require_row
 from .kept_worlds import CAPACITY, Pool
-from .verdict import CaseFailed
 
 #: the fixtures a case on a lane may ask for (what the plugin provides)
 FIXTURES = frozenset({"world", "runner_cmd", "hermes_mode", "case_seed", "case_row", "request"})
 #: in an xdist worker a lane can only run the item the worker has already taken: two in flight
 WORKER_LANES = 2
+#: cases in flight per core when one process runs them all (certify's ``-j 1``)
+LANES_PER_CORE = 3
+
+
+def default_lanes(jobs: int, cores: int | None = None) -> int:
+    """certify's ``--lanes`` when not given: ``LANES_PER_CORE`` per core in one process, else
+    ``WORKER_LANES`` in each of ``jobs`` workers."""
+    cores = max(1, cores if cores is not None else (os.cpu_count() or 1))
+    return LANES_PER_CORE * cores if jobs == 1 else WORKER_LANES
+
+
 #: a teardown after the case's bound ran out still gets this long to close its world
 TEARDOWN_GRACE = 30.0
 #: how long the session's end waits for the cases still in flight to end once cancelled (an
@@ -93,13 +104,6 @@ class Phase:
     stop: float
     duration: float  # perf_counter
     exc: BaseException | None = None
-
-
-@dataclass
-class _Run:
-    item: pytest.Item
-    future: concurrent.futures.Future[list[Phase]]
-    phases: list[Phase] = field(default_factory=list)
 
 
 class _ConfigView:
@@ -136,7 +140,7 @@ def take_bound(item: pytest.Item) -> None:
     """At collection, before pytest-timeout arms its timer for the item: keep the item's bound
     for its lane and switch pytest-timeout off for it (its timer would fire in the wrong
     thread)."""
-    if on_lane(item) and BOUND not in item.stash:
+    if on_lane(item):
         item.stash[BOUND] = bound_of(item)
         item.add_marker(pytest.mark.timeout(0), append=False)
 
@@ -163,7 +167,7 @@ class Lanes:
         #: the items in run order when this process runs them all (None: an xdist worker)
         self.order = items
         self.index = {id(it): i for i, it in enumerate(items)} if items is not None else {}
-        self.runs: dict[int, _Run] = {}
+        self.runs: dict[int, concurrent.futures.Future[list[Phase]]] = {}  # by id(item)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._serve, name="conformance-lanes", daemon=True)
         self.thread.start()
@@ -196,9 +200,7 @@ class Lanes:
             else:
                 self.cursor = max(self.cursor, self.index.get(id(item), -1) + 1)
         self.fill()
-        run = self.runs.pop(id(item))
-        phases = run.future.result()
-        report(item, phases)
+        report(item, self.runs.pop(id(item)).result())
 
     def fill(self) -> None:
         """Start the items certain to come next (a plain session's order), up to ``width``
@@ -207,10 +209,9 @@ class Lanes:
             return
         with self.lock:
             while self.cursor < len(self.order) and self._flying() < self.width:
-                session = self.order[self.cursor].session
-                if session.shouldstop or session.shouldfail or self.closing:
-                    return
                 nxt = self.order[self.cursor]
+                if nxt.session.shouldstop or nxt.session.shouldfail or self.closing:
+                    return
                 if not on_lane(nxt):
                     return  # nothing runs beside a test that is not on a lane
                 self.cursor += 1
@@ -222,19 +223,16 @@ class Lanes:
         return pool
 
     def _flying(self) -> int:
-        return sum(1 for r in self.runs.values() if not r.future.done())
+        return sum(1 for f in self.runs.values() if not f.done())
 
     def _start(self, item: pytest.Item) -> None:
         if id(item) in self.runs:
             return
-        take_bound(item)
-        bound = item.stash[BOUND]
         if self.order is not None and (key := session_plugin(self.config).share_key(item)):
             self.coming[key] -= 1
-        run = _Run(item, concurrent.futures.Future())
-        self.runs[id(item)] = run
-        run.future = asyncio.run_coroutine_threadsafe(self._run(run, bound), self.loop)
-        run.future.add_done_callback(lambda _: self.fill())
+        future = asyncio.run_coroutine_threadsafe(self._run(item, item.stash[BOUND]), self.loop)
+        self.runs[id(item)] = future
+        future.add_done_callback(lambda _: self.fill())
 
     def close(self) -> None:
         """Cancel what is still in flight, close the pools, stop the loop (bounded)."""
@@ -252,7 +250,6 @@ class Lanes:
         for pool in self.sync_pools:
             with contextlib.suppress(Exception):
                 pool.close_rigs()
-        self.runs.clear()
 
     # -- on the lanes' loop ------------------------------------------------------------------
     async def _close(self) -> None:
@@ -267,8 +264,7 @@ class Lanes:
                 for pool in self.sync_pools:
                     await pool.drain()
 
-    async def _run(self, run: _Run, bound: float | None) -> list[Phase]:
-        item = run.item
+    async def _run(self, item: pytest.Item, bound: float | None) -> list[Phase]:
         state = item.stash[STATE]
         state.uses = environment.track()
         config = self.config
@@ -278,7 +274,7 @@ class Lanes:
             "case_seed": state.seed, "case_row": state.row}
         names = set(item._fixtureinfo.argnames)  # type: ignore[attr-defined]
         sync = not inspect.iscoroutinefunction(item.obj)  # type: ignore[attr-defined]
-        phases = run.phases
+        phases: list[Phase] = []
         world: AsyncIterator[Any] | None = None
 
         def passed() -> bool:
@@ -286,27 +282,23 @@ class Lanes:
 
         async def setup() -> None:
             nonlocal world
-            if state.row is None:
-                raise CaseFailed(f"a catalogue row for {state.case_id}",
-                                 f"{state.case_id} is not in the catalogue ({item.nodeid})")
+            require_row(state, item.nodeid)
             if "world" in names:
                 world = case_world(config, item, runner_cmd=values["runner_cmd"],
                                    hermes_mode=values["hermes_mode"], case_seed=state.seed,
                                    pool=self.pool, passed=passed)
                 values["world"] = await anext(world)
 
+        def arguments(seen_config: Any) -> dict[str, Any]:
+            given = {**values, "request": _Request(seen_config, item, values)}
+            return {n: given[n] for n in names}
+
         async def call() -> None:
             if not sync:
-                kwargs = {n: values[n] for n in names if n != "request"}
-                if "request" in names:
-                    kwargs["request"] = _Request(config, item, values)
-                await item.obj(**kwargs)  # type: ignore[attr-defined]
+                await item.obj(**arguments(config))  # type: ignore[attr-defined]
                 return
             pool = self.sync_free.pop() if self.sync_free else self._sync_pool()
-            kwargs = {n: values[n] for n in names if n != "request"}
-            if "request" in names:
-                kwargs["request"] = _Request(_ConfigView(config, pool), item, values)
-            await asyncio.to_thread(item.obj, **kwargs)  # type: ignore[attr-defined]
+            await asyncio.to_thread(item.obj, **arguments(_ConfigView(config, pool)))  # type: ignore[attr-defined]
             # (cancelled: the thread runs on with its pool, which is not handed on)
             self.sync_free.append(pool)
 
@@ -338,10 +330,9 @@ async def _phase(nodeid: str, phases: list[Phase], when: str,
         exc = e
         if deadline is not None and asyncio.get_running_loop().time() >= deadline and (
                 task is None or not task.cancelling()):
-            try:  # raised, so it has a traceback to report
-                raise CaseTimeout(f"Timeout >{bound:g}s: the case's bound ran out ({when})") from e
-            except CaseTimeout as timed_out:
-                exc = timed_out
+            exc = CaseTimeout(f"Timeout >{bound:g}s: the case's bound ran out ({when})")
+            exc.__cause__ = e
+            exc = exc.with_traceback(e.__traceback__)  # pytest reports a traceback
     except asyncio.CancelledError:
         raise
     except BaseException as e:  # noqa: BLE001 - every exception is the phase's outcome

@@ -41,7 +41,7 @@ from .baseline import BaselineError
 from .baseline import load as load_baseline
 from .catalogue import PROFILES, Case, Catalogue, case_patterns, matches
 from .causes import cause_lines
-from .judge import STATE, CaseState, judge_phase, load_object, merge
+from .judge import STATE, CaseState, judge_phase, load_object, merge, require_row
 from .junit import rewrite as rewrite_junit
 from .kept_worlds import KEEPABLE_WORLD, keeps_worlds, shares_world, world_key
 from .lanes import WORKER_LANES, Lanes, on_lane, take_bound
@@ -53,7 +53,7 @@ from .shards import ShardError
 from .transcripts import DEFAULT as TRANSCRIPTS
 from .transcripts import POLICIES
 from .transcripts import keep as keep_transcript
-from .verdict import NOT_RUN, CaseFailed
+from .verdict import NOT_RUN
 
 DEFAULT_CATALOGUE = "conformance.catalogue:CATALOGUE"
 DEFAULT_WORLD = KEEPABLE_WORLD  # conformance.worlds:open_world
@@ -361,9 +361,7 @@ class Conformance:
         state = item.stash.get(STATE, None)
         if state is not None:
             environment.take_uses()  # what this case uses is counted from here
-        if state is not None and state.row is None:
-            raise CaseFailed(f"a catalogue row for {state.case_id}",
-                             f"{state.case_id} is not in the catalogue ({item.nodeid})")
+            require_row(state, item.nodeid)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

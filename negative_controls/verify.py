@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.catalogue import CATALOGUE
-from conformance.certify import default_lanes
+from conformance.lanes import default_lanes
 from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 from conformance.session_cmd import Options, ini_text, session_argv
 
@@ -87,7 +87,7 @@ def _why(case: dict[str, object]) -> str:
 
 #: cases in flight in each control's session (conformance/lanes.py): ``--lanes K`` or
 #: ``NEGCTL_LANES``, else what certify runs one process with on this machine
-#: (``certify.default_lanes``): the cases are shown to catch the bug as a vendor's run meets it
+#: (``lanes.default_lanes``): the cases are shown to catch the bug as a vendor's run meets it
 LANES: int = int(os.environ.get("NEGCTL_LANES") or default_lanes(1))
 
 

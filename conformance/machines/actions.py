@@ -88,14 +88,12 @@ async def answers_land(rig: Rig, command_id: str) -> None:
     however slow the machine; a correct runner's one admit has its one result already."""
     history = rig.world.cp.history
 
-    def landed(_: Any = None) -> bool:
+    def landed(_: Any) -> bool:  # of the whole history, whichever exchange was offered
         mine = [ex for ex in history if ex.command_id == command_id and ex.answered]
         admits = sum(1 for ex in mine if ex.route == "admit")
         return sum(1 for ex in mine if ex.route == "result") >= admits
 
-    if landed():
-        return
-    with contextlib.suppress(TimeoutError):
+    with contextlib.suppress(TimeoutError):  # the kept exchanges are offered first
         await history.wait_for(landed, timeout=scaled(ANSWERS_WAIT))
 
 

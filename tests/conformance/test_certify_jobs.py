@@ -10,14 +10,12 @@ import pytest
 from conformance.catalogue import CATALOGUE
 from conformance.certify import (
     CASES_PER_WORKER,
-    LANES_PER_CORE,
     ONE_PROCESS_CORES,
     WORKERS_PER_CORE,
     default_jobs,
-    default_lanes,
     parser,
 )
-from conformance.lanes import WORKER_LANES
+from conformance.lanes import LANES_PER_CORE, WORKER_LANES, default_lanes
 
 
 def test_two_workers_per_core_for_a_whole_profile() -> None:

@@ -64,6 +64,35 @@ def test_harness_problems_and_undeclared_programs_on_lanes(pytester: pytest.Pyte
     assert "does not declare needs=('faketime',)" in ded["detail"]
 
 
+OWN_USES = '''
+import asyncio
+from conformance import environment
+from conformance.marks import case
+
+USED = {}
+
+def _used():
+    return USED.setdefault(asyncio.get_running_loop(), asyncio.Event())
+
+@case("GEN-001")
+async def test_first_uses_nothing(world):
+    await asyncio.wait_for(_used().wait(), 5)  # judged after the case beside it used faketime
+
+@case("DED-002")
+async def test_second_uses_an_undeclared_program(world):
+    environment.note_use("faketime")
+    _used().set()
+'''
+
+
+def test_a_program_is_counted_for_the_case_that_used_it(pytester: pytest.Pytester) -> None:
+    """The first case is reported after the second used faketime: the use is the second's
+    (a count for the whole process would give it to the first case reported)."""
+    make_project(pytester, OWN_USES)
+    _, doc = run(pytester, 2)
+    assert {c["id"]: c["status"] for c in doc["cases"]} == {"GEN-001": "pass", "DED-002": "error"}
+
+
 TOGETHER = '''
 import asyncio
 from conformance.marks import case
@@ -144,7 +173,8 @@ def test_sync_with_request(request, runner_cmd):
     assert request.getfixturevalue("case_seed") == request.node.stash[
         __import__("conformance.judge", fromlist=["STATE"]).STATE].seed
     assert request.config.getoption("conformance_lanes") == 2
-    assert isinstance(pool_of(request.config), Pool)
+    real = request.config.pluginmanager.getplugin("conformance-session").config
+    assert isinstance(pool_of(request.config), Pool) and pool_of(request.config) is not pool_of(real)
     assert "{config}" in runner_cmd
 
 @case("GEN-002")
