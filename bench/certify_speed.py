@@ -46,6 +46,8 @@ import asyncio
 import json
 import os
 import re
+import resource
+import shlex
 import shutil
 import signal
 import statistics
@@ -80,6 +82,20 @@ def parse_what(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(
             f"--what takes a comma-separated subset of {','.join(WHATS)}, not {text!r}")
     return tuple(w for w in WHATS if w in names)
+
+
+def counting_cmd(runner_cmd: str, tally: Path) -> str:
+    """``runner_cmd`` started by ``sh``, which appends one byte to ``tally`` and then ``exec``s
+    it: the same process (the harness's signals reach the runner itself), about a millisecond of
+    CPU more per start, on both sides alike. The tally's size is the run's runner starts."""
+    script = f'printf . >> {shlex.quote(str(tally))}; exec "$0" "$@"'
+    return f"sh -c {shlex.quote(script)} {runner_cmd}"
+
+
+def cpu_floor(starts: int, start_cpu: float, cores: int) -> float:
+    """The wall no harness can beat without starting the runner fewer times: every start's
+    CPU spread over every core."""
+    return starts * start_cpu / max(1, cores)
 
 
 def positive(text: str) -> int:
@@ -183,7 +199,11 @@ class Side:
     label: str
     root: Path
     floor: list[float] = field(default_factory=list)
+    floor_cpu: list[float] = field(default_factory=list)  # CPU of one runner life, s
     imports: str = ""
+
+    def start_cpu(self) -> float:
+        return statistics.median(self.floor_cpu) if self.floor_cpu else 0.0
 
 
 @dataclass
@@ -293,6 +313,7 @@ def prepare(args: argparse.Namespace, side: Side, work: Path) -> None:
         return
     data = json.loads(lines[-1][len(FLOOR_MARK):])
     side.floor = [float(x) for x in data["floor"]]
+    side.floor_cpu = [float(x) for x in data.get("cpu", ())]
     where = data["imports"]
     odd = [n for n, f in where.items() if not str(f).startswith(str(side.root))]
     side.imports = ", ".join(f"{n} from {f}" for n, f in where.items()) + (
@@ -312,11 +333,17 @@ def floor_only(runner_cmd: str, starts: int) -> int:
     import conformance
     from conformance.worlds import open_world
 
-    async def measure() -> list[float]:
+    def children_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    async def measure() -> tuple[list[float], list[float]]:
         figures: list[float] = []
+        cpu: list[float] = []
         async with open_world(runner_cmd=runner_cmd, start_runner=False) as world:
             for _ in range(starts):
                 after = world.cp.history.last_seq
+                c0 = children_cpu()
                 t0 = time.perf_counter()
                 await world.start_runner(wait_online=False)
                 await world.cp.history.wait_for(
@@ -324,14 +351,15 @@ def floor_only(runner_cmd: str, starts: int) -> int:
                     timeout=30.0, after_seq=after)
                 figures.append(time.perf_counter() - t0)
                 assert world.runner is not None
-                await world.runner.stop()
-        return figures
+                await world.runner.stop()  # reaped: its CPU is in RUSAGE_CHILDREN now
+                cpu.append(children_cpu() - c0)
+        return figures, cpu
 
-    floor = asyncio.run(measure())
+    floor, cpu = asyncio.run(measure())
     spec = importlib.util.find_spec("runner_ref")
     imports = {"conformance": conformance.__file__,
                "runner_ref": spec.origin if spec else None}
-    print(FLOOR_MARK + json.dumps({"floor": floor, "imports": imports}), flush=True)
+    print(FLOOR_MARK + json.dumps({"floor": floor, "cpu": cpu, "imports": imports}), flush=True)
     return 0
 
 
@@ -342,11 +370,14 @@ class RunFigures:
     m: Measured
     cases: int = 0
     mean_case: float = 0.0
+    starts: int = 0  # runner processes started (certify)
 
 
 def run_certify(args: argparse.Namespace, side: Side, work: Path, i: int) -> RunFigures:
     out = work / f"{side.name}-certify-{i}"
-    argv = [sys.executable, "-m", "conformance", "certify", "--runner-cmd", args.runner_cmd,
+    tally = work / f"{side.name}-certify-{i}.starts"
+    argv = [sys.executable, "-m", "conformance", "certify",
+            "--runner-cmd", counting_cmd(args.runner_cmd, tally),
             "--profile", args.profile, *(["-j", str(args.jobs)] if args.jobs else []),
             "--no-progress", "--out", str(out)]
     m = run_measured(argv, side, work / f"{side.name}-certify-{i}.log")
@@ -356,7 +387,8 @@ def run_certify(args: argparse.Namespace, side: Side, work: Path, i: int) -> Run
     cases = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
     durations = [float(c.get("duration") or 0.0) for c in cases]
     return RunFigures(side.name, "certify", m, len(cases),
-                      statistics.mean(durations) if durations else 0.0)
+                      statistics.mean(durations) if durations else 0.0,
+                      tally.stat().st_size if tally.exists() else 0)
 
 
 def run_pytest(args: argparse.Namespace, side: Side, work: Path, i: int) -> RunFigures:
@@ -377,6 +409,11 @@ def report_run(args: argparse.Namespace, i: int, r: RunFigures, side: Side) -> N
         if r.cases:
             print(f"{' ' * len(head)}per case  mean duration {r.mean_case * 1000:.0f} ms = floor "
                   f"{flo * 1000:.0f} ms + overhead {(r.mean_case - flo) * 1000:.0f} ms")
+        cores = os.cpu_count() or 1
+        print(f"{' ' * len(head)}cpu floor  {r.starts} runner starts × {side.start_cpu() * 1000:.0f}"
+              f" ms start-up CPU / {cores} cores = "
+              f"{cpu_floor(r.starts, side.start_cpu(), cores):.1f} s;  all its CPU / {cores} cores "
+              f"= {(m.user + m.system) / cores:.1f} s (the wall with every core busy)")
         print(f"{' ' * len(head)}verdict  {verdict_line(m.output)}")
     else:
         print(f"{head}pytest conformance -n 2  exit {m.rc}  wall {m.wall:.1f} s"
@@ -390,6 +427,8 @@ def report_run(args: argparse.Namespace, i: int, r: RunFigures, side: Side) -> N
 
 def summary_rows(args: argparse.Namespace, sides: Sequence[Side],
                  runs: Sequence[RunFigures]) -> list[Row]:
+    cores = os.cpu_count() or 1
+
     def per(what: str, fig: str) -> list[list[float]]:
         out: list[list[float]] = []
         for s in sides:
@@ -399,12 +438,17 @@ def summary_rows(args: argparse.Namespace, sides: Sequence[Side],
                       "sys": [r.m.system for r in mine],
                       "cases": [float(r.cases) for r in mine],
                       "cases/s": [r.cases / r.m.wall for r in mine if r.m.wall],
+                      "starts": [float(r.starts) for r in mine],
+                      "floor": [cpu_floor(r.starts, s.start_cpu(), cores) for r in mine],
+                      "busy": [(r.m.user + r.m.system) / cores for r in mine],
                       "overhead": [(r.mean_case - flo) * 1000 for r in mine if r.cases]}
             out.append(values[fig])
         return out
 
     rows = [Row("floor: runner start-up, ms (spawn → first poll)",
-                [[x * 1000 for x in s.floor] for s in sides], ".0f")]
+                [[x * 1000 for x in s.floor] for s in sides], ".0f"),
+            Row("floor: runner start-up CPU, ms (one runner's life)",
+                [[x * 1000 for x in s.floor_cpu] for s in sides], ".0f")]
     if "certify" in args.what:
         name = f"certify {args.profile}"
         rows += [Row(f"{name} wall, s{target_note('certify', args.profile)}", per("certify", "wall")),
@@ -412,6 +456,10 @@ def summary_rows(args: argparse.Namespace, sides: Sequence[Side],
                  Row(f"{name} cpu sys, s", per("certify", "sys")),
                  Row(f"{name} cases", per("certify", "cases"), ".0f"),
                  Row(f"{name} cases/s", per("certify", "cases/s"), ".2f"),
+                 Row(f"{name} runner starts", per("certify", "starts"), ".0f"),
+                 Row(f"{name} cpu floor, s (starts × start-up CPU / {cores} cores)",
+                     per("certify", "floor")),
+                 Row(f"{name} all CPU / {cores} cores, s", per("certify", "busy")),
                  Row(f"{name} per-case overhead, ms", per("certify", "overhead"), ".0f")]
     if "pytest" in args.what:
         rows += [Row(f"pytest conformance -n 2 wall, s{target_note('pytest', args.profile)}",
@@ -441,7 +489,9 @@ def bench(args: argparse.Namespace, work: Path) -> int:
         f = spread(s.floor)
         if f:
             print(f"{s.name}  floor  runner start-up (spawn → first poll)  median {f[0] * 1000:.0f}"
-                  f" ms  min {f[1] * 1000:.0f} ms  max {f[2] * 1000:.0f} ms  (n={len(s.floor)})")
+                  f" ms  min {f[1] * 1000:.0f} ms  max {f[2] * 1000:.0f} ms  (n={len(s.floor)});"
+                  f"  CPU of one runner's life (start, first poll, stop) median "
+                  f"{s.start_cpu() * 1000:.0f} ms")
     sys.stdout.flush()
     runs: list[RunFigures] = []
     for i in range(1, args.runs + 1):

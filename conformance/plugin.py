@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+from collections import Counter
 from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +49,7 @@ from .lanes import WORKER_LANES, Lanes, on_lane, take_bound
 from .marks import ANY_HERMES, LONG, MARK, case_mark, is_long, runs_on_any_hermes
 from .reference_cmd import REFERENCE_RUNNER_CMD
 from .results import CaseResult, RunResults, combine, dump, redact, redact_data, verdict_line
-from .run_order import case_order
+from .run_order import case_order, lane_order
 from .shards import ShardError
 from .transcripts import DEFAULT as TRANSCRIPTS
 from .transcripts import POLICIES
@@ -275,10 +276,26 @@ class Conformance:
         key = self.share_key if keeping else (lambda item: None)
         # only the cases move, among the places cases had: other tests keep their order
         at = [i for i, it in enumerate(keep) if STATE in it.stash]
-        for i, it in zip(at, case_order([keep[i] for i in at], key, workers, long=is_long),
-                         strict=True):
+        cases = [keep[i] for i in at]
+        if workers == 1 and self.width > 1:  # one process, its cases on lanes
+            order = lane_order(cases, key, self.width, self._item_costs(cases).get, long=is_long)
+        else:
+            order = case_order(cases, key, workers, long=is_long)
+        for i, it in zip(at, order, strict=True):
             keep[i] = it
         items[:] = keep
+
+    def _item_costs(self, cases: list[pytest.Item]) -> dict[pytest.Item, float]:
+        """Each case item's recorded duration (its case's, shared by the case's items); an
+        item whose case the durations file does not know is left out."""
+        try:
+            durations = (self.durations
+                         or self._durations(self.config.option.conformance_durations))[0]
+        except ShardError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        per_case = Counter(it.stash[STATE].case_id for it in cases)
+        return {it: durations[cid] / per_case[cid] for it in cases
+                if (cid := it.stash[STATE].case_id) in durations}
 
     def _take_share(self, items: list[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Item]]:
         """(this shard's items, the others'): the cases of ``items`` split by

@@ -15,6 +15,22 @@ Rules:
      so a kept world serves one long run of cases.
 - The blocks are cut exactly where xdist cuts them. The order is the same on every worker (xdist
   requires one collection) and a function of the items alone.
+
+One process with several cases in flight (its lanes, conformance/lanes.py: it starts the next
+case of its order whenever a case ends) runs :func:`lane_order` instead, a list schedule of the
+cases on ``width`` lanes simulated with their recorded durations (conformance/durations.json):
+- Units: a long case, or a case that never shares a world, is a unit of its own; the cases of one
+  world key form a chain (in collection order) cut into runs of at most half a lane's fair share
+  (:data:`RUNS_PER_LANE`), so one run never outlasts the others.
+- Units are dealt long cases first, then costliest first (greedy LPT), each to the simulated lane
+  that is free soonest (ties: the lower lane, then the earlier unit in collection order).
+- The order is the items by their simulated start (ties: the lower lane). So the cases of a run
+  follow one another on one lane — its kept world is idle again when the next one starts, instead
+  of several cases of one key in flight opening a world each — and the costly work starts first,
+  leaving short cases for the end.
+- A duration is only a guess of the order: a case that takes longer than recorded makes a later
+  one open a world of its own, which costs time, never a verdict. A case the file does not know
+  costs the mean of those it knows (1 s when it knows none).
 """
 
 from __future__ import annotations
@@ -23,6 +39,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 _T = TypeVar("_T")
+
+#: a world key's chain is cut into runs of at most (total cost / width / this) seconds
+RUNS_PER_LANE = 2
 
 
 def xdist_blocks(total: int, workers: int) -> list[int]:
@@ -60,3 +79,42 @@ def case_order(items: list[_T], key: Callable[[_T], str | None], workers: int = 
         out += fronts[i] + other[o_at:o_to] + plain[p_at:p_to]
         o_at, p_at = o_to, p_to
     return out + other[o_at:] + plain[p_at:]
+
+
+def lane_order(items: list[_T], key: Callable[[_T], str | None], width: int,
+               cost: Callable[[_T], float | None],
+               long: Callable[[_T], bool] = lambda it: False) -> list[_T]:
+    """``items`` in the order one process with ``width`` lanes runs them (a permutation)."""
+    n = max(1, width)
+    known = [c for it in items if (c := cost(it)) is not None]
+    mean = sum(known) / len(known) if known else 1.0
+    costs = [c if (c := cost(it)) is not None else mean for it in items]
+    cap = sum(costs) / n / RUNS_PER_LANE
+    units: list[list[int]] = []  # indices into items
+    chains: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        k = None if long(it) else key(it)
+        if k is None:
+            units.append([i])
+        else:
+            chains.setdefault(k, []).append(i)
+    for chain in chains.values():
+        run: list[int] = []
+        load = 0.0
+        for i in chain:
+            if run and load + costs[i] > cap:
+                units.append(run)
+                run, load = [], 0.0
+            run.append(i)
+            load += costs[i]
+        units.append(run)
+    units.sort(key=lambda u: (not long(items[u[0]]), -sum(costs[i] for i in u), u[0]))
+    free = [0.0] * n
+    starts: list[tuple[float, int, int]] = []  # (simulated start, lane, place in the dealing)
+    for unit in units:
+        lane = min(range(n), key=lambda j: (free[j], j))
+        for i in unit:
+            starts.append((free[lane], lane, len(starts)))
+            free[lane] += costs[i]
+    dealt = [i for unit in units for i in unit]
+    return [items[dealt[at]] for _, _, at in sorted(starts)]

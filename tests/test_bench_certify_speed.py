@@ -3,6 +3,10 @@ lines it picks out of certify's and pytest's output. Nothing here runs or times 
 bench's figures are never asserted)."""
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,8 @@ from bench.certify_speed import (
     WHATS,
     Row,
     cell,
+    counting_cmd,
+    cpu_floor,
     format_table,
     parser,
     pytest_summary,
@@ -111,3 +117,23 @@ def test_side_env_puts_the_side_first(tmp_path: Path, monkeypatch: pytest.Monkey
     env = side_env(tmp_path / "side")
     assert env["PYTHONPATH"].split(":") == [str(tmp_path / "side"), "/opt/lib"]
     assert "HERMES_TEAM_RUNNER" not in env
+
+
+def test_the_counting_wrapper_counts_each_start_and_is_the_runner_itself(tmp_path: Path) -> None:
+    """Behind ``counting_cmd`` the runner command runs as the same process (``exec``: the
+    harness's signals reach the runner itself), with its arguments untouched, and every start
+    adds one byte to the tally."""
+    tally = tmp_path / "tally"
+    probe = f"{shlex.quote(sys.executable)} -c 'import os, sys; print(os.getpid(), sys.argv[1:])'"
+    for _ in range(3):
+        argv = shlex.split(counting_cmd(probe, tally) + " --config 'a b.json'")
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        out, _ = proc.communicate(timeout=30)
+        assert out.split(" ", 1) == [str(proc.pid), "['--config', 'a b.json']\n"]
+    assert tally.stat().st_size == 3
+
+
+def test_cpu_floor() -> None:
+    assert cpu_floor(160, 0.25, 2) == 20.0
+    assert cpu_floor(160, 0.25, 0) == 40.0
+    assert os.cpu_count()  # the bench divides by it

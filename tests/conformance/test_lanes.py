@@ -235,3 +235,26 @@ def test_nothing_runs_ahead_past_an_ordinary_test(pytester: pytest.Pytester) -> 
     r, doc = run(pytester, 3)
     r.assert_outcomes(passed=3)
     assert {c["id"]: c["status"] for c in doc["cases"]} == {"GEN-001": "pass", "GEN-002": "pass"}
+
+
+def test_one_process_on_lanes_starts_the_costly_cases_first(pytester: pytest.Pytester) -> None:
+    """In a plain session on lanes the cases run in ``lane_order`` by the recorded durations
+    (``--conformance-durations``): costliest first here, as no sample case shares a world; on
+    one lane the order stays the collection's."""
+    make_project(pytester)
+    costs = {"GEN-001": 0.1, "GEN-002": 5.0, "DED-001": 0.2, "DED-002": 3.0, "TT-001": 0.3,
+             "ISO-001": 4.0, "CFG-001": 1.0, "LIM-001": 2.0}
+    pytester.makefile(".json", durations=json.dumps({"profiles": {"all": costs}}))
+
+    def order(lanes: int) -> list[str]:
+        r = pytester.runpytest(*engine_args("--collect-only", "-q", "--conformance-lanes",
+                                            str(lanes), "--conformance-durations",
+                                            "durations.json"))
+        return [line.split("::")[1] for line in r.outlines if "::" in line]
+
+    assert order(1) == ["test_pass", "test_fail", "test_should_fail", "test_baselined_fail",
+                        "test_team_tools", "test_baselined_pass", "test_leak",
+                        "test_not_advertised"]
+    assert order(3) == ["test_fail", "test_baselined_pass", "test_baselined_fail",
+                        "test_not_advertised", "test_leak", "test_team_tools",
+                        "test_should_fail", "test_pass"]

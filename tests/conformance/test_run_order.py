@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from xdist.scheduler.worksteal import WorkStealingScheduling
 
-from conformance.run_order import case_order, xdist_blocks
+from conformance.run_order import RUNS_PER_LANE, case_order, lane_order, xdist_blocks
 
 KEYS = {"p1a": "a", "p3a": "a", "p4a": "a", "p2b": "b", "p5b": "b"}
 
@@ -74,3 +74,92 @@ def test_the_order_is_a_permutation_with_every_long_case_at_a_block_front(
         if len(want) <= size:  # a tiny selection may have more long cases than a block holds
             assert order[at:at + len(want)] == want
         at += size
+
+
+# -- one process on lanes: lane_order ---------------------------------------------------------
+
+def run_on_lanes(order: list[str], cost: dict[str, float], width: int) -> dict[str, tuple[float, float]]:
+    """What the lanes do with ``order`` when every case takes its recorded time: each case
+    starts when a lane frees (the earliest one), in order. Case -> (start, end)."""
+    free = [0.0] * width
+    out: dict[str, tuple[float, float]] = {}
+    for it in order:
+        j = min(range(width), key=lambda k: (free[k], k))
+        out[it] = (free[j], free[j] + cost[it])
+        free[j] += cost[it]
+    return out
+
+
+def most_in_flight(spans: list[tuple[float, float]]) -> int:
+    edges = sorted([(s, 1) for s, e in spans if e > s] + [(e, -1) for s, e in spans if e > s])
+    now = top = 0
+    for _, d in edges:
+        now += d
+        top = max(top, now)
+    return top
+
+
+def test_lanes_run_a_world_keys_cases_one_after_another_costly_work_first() -> None:
+    """Six cases of key ``a`` on three lanes: one lane runs them in turn (one kept world), the
+    long case and the costly unshared cases start at once, the cheap ones come last."""
+    cost = {"L1": 9.0, "o1": 4.0, "o2": 0.5, "o3": 3.0} | {f"a{i}": 1.0 for i in range(6)}
+    items = ["o1", "a0", "o2", "a1", "a2", "L1", "a3", "o3", "a4", "a5"]
+    order = lane_order(items, lambda it: "a" if it[0] == "a" else None, 3, cost.get,
+                       long=lambda it: it[0] == "L")
+    assert order[0] == "L1" and set(order[:3]) == {"L1", "a0", "o1"}
+    assert order[-1] == "o2"
+    spans = run_on_lanes(order, cost, 3)
+    assert most_in_flight([spans[f"a{i}"] for i in range(6)]) == 1
+    assert [it for it in order if it[0] == "a"] == [f"a{i}" for i in range(6)]
+
+
+def test_a_big_key_is_cut_into_runs_and_an_unknown_case_costs_the_mean() -> None:
+    cost = {f"a{i}": 1.0 for i in range(12)}
+    items = [f"a{i}" for i in range(12)] + ["new"]
+    order = lane_order(items, lambda it: "a" if it[0] == "a" else None, 3, cost.get)
+    spans = run_on_lanes(order, cost | {"new": 1.0}, 3)
+    # 13 s on 3 lanes, runs of at most 13/3/2 s: the key's cases on every lane, none idle
+    assert max(e for _, e in spans.values()) == 5.0
+    assert sorted(order) == sorted(items)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["L", "o", "a", "b", "c"]),
+                          st.none() | st.floats(0, 10)), max_size=60),
+       st.integers(1, 8))
+def test_lane_order_is_a_permutation_and_never_runs_more_of_a_key_at_once_than_its_runs(
+    kinds: list[tuple[str, float | None]], width: int,
+) -> None:
+    items = [f"{k}{i}" for i, (k, _) in enumerate(kinds)]
+    cost = {it: c for it, (_, c) in zip(items, kinds, strict=True) if c is not None}
+
+    def key(it: str) -> str | None:
+        return None if it[0] in "Lo" else it[0]
+
+    order = lane_order(items, key, width, cost.get, long=lambda it: it[0] == "L")
+    assert sorted(order) == sorted(items)
+    assert order == lane_order(items, key, width, cost.get, long=lambda it: it[0] == "L")
+    known = list(cost.values())
+    mean = sum(known) / len(known) if known else 1.0
+    spans = run_on_lanes(order, {it: cost.get(it, mean) for it in items}, width)
+    longs = [spans[it][0] for it in items if it[0] == "L"]
+    others = [spans[it][0] for it in items if it[0] != "L"]
+    assert not longs or not others or max(longs) <= min(others)  # long cases start first
+    total = sum(cost.get(it, mean) for it in items)
+    for k in "abc":
+        mine = [it for it in items if it[0] == k]
+        if not mine:
+            continue
+        cap = total / width / RUNS_PER_LANE
+        runs = 1 + sum(1 for _ in _cuts([cost.get(it, mean) for it in mine], cap))
+        assert most_in_flight([spans[it] for it in mine]) <= runs
+
+
+def _cuts(costs: list[float], cap: float) -> list[int]:
+    """Where lane_order cuts a chain of these costs (the indices that start a new run)."""
+    out, load = [], 0.0
+    for i, c in enumerate(costs):
+        if i and load + c > cap:
+            out.append(i)
+            load = 0.0
+        load += c
+    return out
