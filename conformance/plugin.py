@@ -353,7 +353,8 @@ class Conformance:
         except (TypeError, ValueError):
             return
         if seconds > 0:
-            item.add_marker(pytest.mark.timeout(seconds * factor))
+            # first, so it is the closest even beside a case's own @pytest.mark.timeout
+            item.add_marker(pytest.mark.timeout(seconds * factor), append=False)
 
     def share_key(self, item: pytest.Item) -> str | None:
         """The key of the kept worlds ``item`` may borrow (None: it never shares one)."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from conformance import bounds
 from conformance.kept_worlds import Kept, Pool
 from conformance.lanes import WORKER_LANES
 
@@ -258,3 +259,31 @@ def test_one_process_on_lanes_starts_the_costly_cases_first(pytester: pytest.Pyt
     assert order(3) == ["test_fail", "test_baselined_pass", "test_baselined_fail",
                         "test_not_advertised", "test_leak", "test_team_tools",
                         "test_should_fail", "test_pass"]
+
+
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_a_cases_own_timeout_is_scaled_by_the_multiplier(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, lanes: int) -> None:
+    """A case's own ``@pytest.mark.timeout`` is a bound of the run like any other: under
+    ``--timeout-multiplier`` it grows (pytest-timeout's bound on one lane, the lane's own on
+    several), so a slow runner is given the time the vendor asked for; and an overrun bound
+    is a ``timeout`` either way (pytest-timeout's own message too), never the runner's fail."""
+    monkeypatch.setenv(bounds.ENV, "1")  # the multiplier lives in the environment: restored after
+    make_project(pytester, """
+import asyncio
+import pytest
+from conformance.marks import case
+
+@case("GEN-001")
+@pytest.mark.timeout(1)
+async def test_takes_a_second_and_a_half(world):
+    await asyncio.sleep(1.5)
+
+@case("GEN-002")
+async def test_passes(world):
+    assert True
+""")
+    _, tight = run(pytester, lanes)
+    _, scaled = run(pytester, lanes, "--timeout-multiplier", "5")
+    assert {c["id"]: c["status"] for c in tight["cases"]}["GEN-001"] == "timeout"
+    assert {c["id"]: c["status"] for c in scaled["cases"]}["GEN-001"] == "pass"
