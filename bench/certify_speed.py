@@ -58,6 +58,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from conformance.reference_cmd import REFERENCE_RUNNER_CMD
 
@@ -93,8 +94,9 @@ def counting_cmd(runner_cmd: str, tally: Path) -> str:
 
 
 def cpu_floor(starts: int, start_cpu: float, cores: int) -> float:
-    """The wall no harness can beat without starting the runner fewer times: every start's
-    CPU spread over every core."""
+    """Every runner start's CPU spread over every core: an estimate of the wall no harness can
+    beat without starting the runner fewer times (the probe's runner lives to its first poll
+    and a stop; a runner that refuses its config exits sooner, so it may be an over-estimate)."""
     return starts * start_cpu / max(1, cores)
 
 
@@ -304,20 +306,30 @@ def prepare(args: argparse.Namespace, side: Side, work: Path) -> None:
     if "pytest" in args.what:
         run_measured([sys.executable, *PYTEST_ARGS[:3], "--collect-only", "-q",
                       "-p", "no:cacheprovider"], side, work / f"{side.name}-collect.log")
-    argv = [sys.executable, str(Path(__file__).resolve()), "--floor-only",
-            "--starts", str(args.starts), "--runner-cmd", args.runner_cmd]
-    m = run_measured(argv, side, work / f"{side.name}-floor.log")
-    lines = [ln for ln in m.output.splitlines() if ln.startswith(FLOOR_MARK)]
-    if m.rc or not lines:
-        print(f"{side.name}  floor: failed (exit {m.rc}):\n{tail(m.output)}")
+    data = measure_floor(args, side, work, "floor")
+    if data is None:
         return
-    data = json.loads(lines[-1][len(FLOOR_MARK):])
     side.floor = [float(x) for x in data["floor"]]
-    side.floor_cpu = [float(x) for x in data.get("cpu", ())]
     where = data["imports"]
     odd = [n for n, f in where.items() if not str(f).startswith(str(side.root))]
     side.imports = ", ".join(f"{n} from {f}" for n, f in where.items()) + (
         f"  — NOT FROM THIS SIDE: {', '.join(odd)}" if odd else "")
+
+
+def measure_floor(args: argparse.Namespace, side: Side, work: Path,
+                  tag: str) -> dict[str, Any] | None:
+    """The floor child's figures (spawn → first poll, and each runner life's CPU, which is added
+    to ``side.floor_cpu``), or None when it failed (said on stdout)."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--floor-only",
+            "--starts", str(args.starts), "--runner-cmd", args.runner_cmd]
+    m = run_measured(argv, side, work / f"{side.name}-{tag}.log")
+    lines = [ln for ln in m.output.splitlines() if ln.startswith(FLOOR_MARK)]
+    if m.rc or not lines:
+        print(f"{side.name}  floor: failed (exit {m.rc}):\n{tail(m.output)}")
+        return None
+    data: dict[str, Any] = json.loads(lines[-1][len(FLOOR_MARK):])
+    side.floor_cpu += [float(x) for x in data.get("cpu", ())]
+    return data
 
 
 def tail(text: str, n: int = 15) -> str:
@@ -371,9 +383,13 @@ class RunFigures:
     cases: int = 0
     mean_case: float = 0.0
     starts: int = 0  # runner processes started (certify)
+    start_cpu: float = 0.0  # one runner life's CPU, measured just before this run, s
 
 
 def run_certify(args: argparse.Namespace, side: Side, work: Path, i: int) -> RunFigures:
+    # the start-up CPU again right before the run: this machine's speed moves within minutes
+    probe = measure_floor(args, side, work, f"floor-{i}")
+    start_cpu = statistics.median(probe["cpu"]) if probe and probe.get("cpu") else side.start_cpu()
     out = work / f"{side.name}-certify-{i}"
     tally = work / f"{side.name}-certify-{i}.starts"
     argv = [sys.executable, "-m", "conformance", "certify",
@@ -388,7 +404,7 @@ def run_certify(args: argparse.Namespace, side: Side, work: Path, i: int) -> Run
     durations = [float(c.get("duration") or 0.0) for c in cases]
     return RunFigures(side.name, "certify", m, len(cases),
                       statistics.mean(durations) if durations else 0.0,
-                      tally.stat().st_size if tally.exists() else 0)
+                      tally.stat().st_size if tally.exists() else 0, start_cpu)
 
 
 def run_pytest(args: argparse.Namespace, side: Side, work: Path, i: int) -> RunFigures:
@@ -410,9 +426,9 @@ def report_run(args: argparse.Namespace, i: int, r: RunFigures, side: Side) -> N
             print(f"{' ' * len(head)}per case  mean duration {r.mean_case * 1000:.0f} ms = floor "
                   f"{flo * 1000:.0f} ms + overhead {(r.mean_case - flo) * 1000:.0f} ms")
         cores = os.cpu_count() or 1
-        print(f"{' ' * len(head)}cpu floor  {r.starts} runner starts × {side.start_cpu() * 1000:.0f}"
-              f" ms start-up CPU / {cores} cores = "
-              f"{cpu_floor(r.starts, side.start_cpu(), cores):.1f} s;  all its CPU / {cores} cores "
+        print(f"{' ' * len(head)}cpu floor  {r.starts} runner starts × {r.start_cpu * 1000:.0f}"
+              f" ms start-up CPU / {cores} cores ≈ "
+              f"{cpu_floor(r.starts, r.start_cpu, cores):.1f} s;  all its CPU / {cores} cores "
               f"= {(m.user + m.system) / cores:.1f} s (the wall with every core busy)")
         print(f"{' ' * len(head)}verdict  {verdict_line(m.output)}")
     else:
@@ -439,7 +455,7 @@ def summary_rows(args: argparse.Namespace, sides: Sequence[Side],
                       "cases": [float(r.cases) for r in mine],
                       "cases/s": [r.cases / r.m.wall for r in mine if r.m.wall],
                       "starts": [float(r.starts) for r in mine],
-                      "floor": [cpu_floor(r.starts, s.start_cpu(), cores) for r in mine],
+                      "floor": [cpu_floor(r.starts, r.start_cpu, cores) for r in mine],
                       "busy": [(r.m.user + r.m.system) / cores for r in mine],
                       "overhead": [(r.mean_case - flo) * 1000 for r in mine if r.cases]}
             out.append(values[fig])
@@ -457,7 +473,7 @@ def summary_rows(args: argparse.Namespace, sides: Sequence[Side],
                  Row(f"{name} cases", per("certify", "cases"), ".0f"),
                  Row(f"{name} cases/s", per("certify", "cases/s"), ".2f"),
                  Row(f"{name} runner starts", per("certify", "starts"), ".0f"),
-                 Row(f"{name} cpu floor, s (starts × start-up CPU / {cores} cores)",
+                 Row(f"{name} cpu floor ≈, s (starts × start-up CPU / {cores} cores)",
                      per("certify", "floor")),
                  Row(f"{name} all CPU / {cores} cores, s", per("certify", "busy")),
                  Row(f"{name} per-case overhead, ms", per("certify", "overhead"), ".0f")]
