@@ -81,6 +81,22 @@ def case_order(items: list[_T], key: Callable[[_T], str | None], workers: int = 
     return out + other[o_at:] + plain[p_at:]
 
 
+def cut_runs(chain: list[_T], cost: Callable[[_T], float], cap: float) -> list[list[_T]]:
+    """``chain`` cut, in order, into runs of at most ``cap`` (a costlier case alone)."""
+    runs: list[list[_T]] = []
+    run: list[_T] = []
+    load = 0.0
+    for it in chain:
+        if run and load + cost(it) > cap:
+            runs.append(run)
+            run, load = [], 0.0
+        run.append(it)
+        load += cost(it)
+    if run:
+        runs.append(run)
+    return runs
+
+
 def lane_order(items: list[_T], key: Callable[[_T], str | None], width: int,
                cost: Callable[[_T], float | None],
                long: Callable[[_T], bool] = lambda it: False) -> list[_T]:
@@ -99,15 +115,7 @@ def lane_order(items: list[_T], key: Callable[[_T], str | None], width: int,
         else:
             chains.setdefault(k, []).append(i)
     for chain in chains.values():
-        run: list[int] = []
-        load = 0.0
-        for i in chain:
-            if run and load + costs[i] > cap:
-                units.append(run)
-                run, load = [], 0.0
-            run.append(i)
-            load += costs[i]
-        units.append(run)
+        units += cut_runs(chain, costs.__getitem__, cap)
     units.sort(key=lambda u: (not long(items[u[0]]), -sum(costs[i] for i in u), u[0]))
     free = [0.0] * n
     starts: list[tuple[float, int, int]] = []  # (simulated start, lane, place in the dealing)

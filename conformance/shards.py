@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .run_order import cut_runs
+
 #: a world group is cut into runs of at most (fair share / this) seconds
 CHUNKS_PER_SHARD = 10
 #: the cost of a case when no selected case has a recorded duration
@@ -84,15 +86,7 @@ def units(cases: Mapping[str, str | None], cost: Mapping[str, float], total: int
         else:
             groups.setdefault(key, []).append(cid)
     for key in sorted(groups):
-        run: list[str] = []
-        load = 0.0
-        for cid in groups[key]:
-            if run and load + cost[cid] > cap:
-                out.append(run)
-                run, load = [], 0.0
-            run.append(cid)
-            load += cost[cid]
-        out.append(run)
+        out += cut_runs(groups[key], cost.__getitem__, cap)
     return out
 
 

@@ -51,7 +51,7 @@ SANS_IO: tuple[str, ...] = (
     "conformance.checks.*",
     "conformance.catalogue", "conformance.case_row", "conformance.rows.*", "conformance.programs",
     "conformance.shards", "conformance.witness", "conformance.session_cmd",
-    "conformance.reference_cmd",
+    "conformance.reference_cmd", "conformance.run_order",
 )
 
 IO_MODULES = frozenset({
