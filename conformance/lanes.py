@@ -31,8 +31,13 @@ Rules of this module:
   multiplier) ends a case in flight with :class:`CaseTimeout` (judged ``timeout``); pytest-timeout
   itself is switched off for a lane's item at collection (:func:`take_bound`: its timer would
   fire in the wrong thread).
+- Interrupted (Ctrl-C, or the SIGTERM certify turns into one) while pytest waits for a case,
+  the cases that already ended on their lanes are reported first, in the run's order, so what
+  was judged is kept; the case waited for and those still in flight stay not-run.
 - At the session's end (after a stop or an interrupt too) the cases still in flight are
-  cancelled and given :data:`CANCEL_BOUND` seconds to end, then the lanes' pools are closed
+  cancelled and given :data:`CANCEL_BOUND` seconds to end (a synchronous case, whose thread
+  cannot be cancelled, is ended at its next portal call: :func:`conformance.portal.stop_calls`),
+  then the lanes' pools are closed
   within :data:`CLOSE_BOUND`; a runner a cancelled case could not stop in time is killed at
   exit with its process group (:mod:`conformance.process`).
 """
@@ -55,7 +60,7 @@ import pytest
 
 from fake_server.verbs import CURRENT_TEST
 
-from . import environment
+from . import environment, portal
 from .casefixtures import POOL, case_world, new_pool, session_plugin
 from .judge import STATE, require_row
 from .kept_worlds import CAPACITY, Pool
@@ -168,6 +173,8 @@ class Lanes:
         self.order = items
         self.index = {id(it): i for i, it in enumerate(items)} if items is not None else {}
         self.runs: dict[int, concurrent.futures.Future[list[Phase]]] = {}  # by id(item)
+        #: every item started, with its run (``runs`` keeps those not reported yet)
+        self.started: dict[int, tuple[pytest.Item, concurrent.futures.Future[list[Phase]]]] = {}
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._serve, name="conformance-lanes", daemon=True)
         self.thread.start()
@@ -180,6 +187,8 @@ class Lanes:
             self.pool.wanted = lambda key: self.coming[key] > 0
         self.sync_pools: list[Pool] = []  # every pool a synchronous case had
         self.sync_free: list[Pool] = []  # those no case has now
+        self.sync_running = 0  # synchronous cases whose thread still runs
+        self.sync_done = threading.Condition()
         self.lock = threading.RLock()
         self.cursor = 0  # the next item of ``order`` not yet considered
         self.closing = False
@@ -200,7 +209,21 @@ class Lanes:
             else:
                 self.cursor = max(self.cursor, self.index.get(id(item), -1) + 1)
         self.fill()
-        report(item, self.runs.pop(id(item)).result())
+        try:
+            phases = self.runs.pop(id(item)).result()
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (certify): keep what already ended
+            self._report_ended()
+            raise
+        report(item, phases)
+
+    def _report_ended(self) -> None:
+        """Log the cases that ended on their lanes before pytest reached them, in the run's
+        order: an interrupt must not throw away what was judged (the rest stays not-run)."""
+        ended = [(self.index.get(i, 0), item, f) for i, (item, f) in self.started.items()
+                 if i in self.runs and f.done() and not f.cancelled() and f.exception() is None]
+        for _, item, future in sorted(ended, key=lambda e: e[0]):
+            self.runs.pop(id(item), None)
+            report(item, future.result())
 
     def fill(self) -> None:
         """Start the items certain to come next (a plain session's order), up to ``width``
@@ -217,6 +240,17 @@ class Lanes:
                 self.cursor += 1
                 self._start(nxt)
 
+    def _sync_case(self, item: pytest.Item, args: dict[str, Any]) -> None:
+        """A synchronous case, in its thread (counted: the session's end waits for it)."""
+        with self.sync_done:
+            self.sync_running += 1
+        try:
+            item.obj(**args)  # type: ignore[attr-defined]
+        finally:
+            with self.sync_done:
+                self.sync_running -= 1
+                self.sync_done.notify_all()
+
     def _sync_pool(self) -> Pool:
         pool = new_pool(self.config)
         self.sync_pools.append(pool)
@@ -232,6 +266,7 @@ class Lanes:
             self.coming[key] -= 1
         future = asyncio.run_coroutine_threadsafe(self._run(item, item.stash[BOUND]), self.loop)
         self.runs[id(item)] = future
+        self.started[id(item)] = (item, future)
         future.add_done_callback(lambda _: self.fill())
 
     def close(self) -> None:
@@ -240,9 +275,17 @@ class Lanes:
             return
         with self.lock:
             self.closing = True
+        with self.sync_done:
+            stopping = self.sync_running > 0
+        if stopping:  # a synchronous case still runs (an interrupt): its next call ends it
+            portal.stop_calls()
         fut = asyncio.run_coroutine_threadsafe(self._close(), self.loop)
         with contextlib.suppress(Exception):
             fut.result(timeout=CANCEL_BOUND + CLOSE_BOUND + 1)
+        if stopping:
+            with self.sync_done:  # its thread is not the interpreter's to wait for at exit
+                self.sync_done.wait_for(lambda: self.sync_running == 0, timeout=CANCEL_BOUND)
+            portal.resume_calls()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=CLOSE_BOUND)
         if not self.thread.is_alive():
@@ -298,7 +341,7 @@ class Lanes:
                 await item.obj(**arguments(config))  # type: ignore[attr-defined]
                 return
             pool = self.sync_free.pop() if self.sync_free else self._sync_pool()
-            await asyncio.to_thread(item.obj, **arguments(_ConfigView(config, pool)))  # type: ignore[attr-defined]
+            await asyncio.to_thread(self._sync_case, item, arguments(_ConfigView(config, pool)))
             # (cancelled: the thread runs on with its pool, which is not handed on)
             self.sync_free.append(pool)
 

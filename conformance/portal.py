@@ -15,6 +15,11 @@ Rules:
   ``TimeoutError("portal call … did not finish within …")`` is raised. An exception the call
   itself raised (a ``TimeoutError`` of a bounded wait inside it too) is re-raised unchanged.
 - Closing cancels what is still running, exits entered contexts and joins the thread.
+- :func:`stop_calls` (an interrupted session, conformance/lanes.py) makes every call waiting or
+  made from then on raise :class:`Stopped` at once, until :func:`resume_calls`: a synchronous
+  driver (a property machine, a fault-matrix row) in a thread nobody can cancel ends at its next
+  call instead of running on, and ``Stopped`` is a ``BaseException``, which Hypothesis does not
+  take for a failure to shrink or save.
 """
 
 from __future__ import annotations
@@ -28,6 +33,26 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 T = TypeVar("T")
+
+
+class Stopped(BaseException):
+    """The session is stopping (an interrupt): a synchronous driver's call is abandoned."""
+
+
+#: resolved while calls are stopped (:func:`stop_calls`); a new one on :func:`resume_calls`
+_stopping: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+
+def stop_calls() -> None:
+    """From now on every portal call of this process raises :class:`Stopped`."""
+    if not _stopping.done():
+        _stopping.set_result(None)
+
+
+def resume_calls() -> None:
+    global _stopping
+    if _stopping.done():
+        _stopping = concurrent.futures.Future()
 
 
 class Portal:
@@ -74,17 +99,22 @@ class Portal:
         """Run ``fn(*args)`` on the portal's loop and await it; its result, or its exception
         re-raised here."""
         portal = self._require()
-        if timeout is None:
-            return portal.call(fn, *args)
+        stopping = _stopping
+        name = getattr(fn, "__qualname__", repr(fn))
+        if stopping.done():
+            raise Stopped(f"portal call {name}: the session is stopping")
         future: concurrent.futures.Future[T] = portal.start_task_soon(fn, *args)
         # Wait for the call first, then take its result: since Python 3.11
         # ``concurrent.futures.TimeoutError`` is the builtin ``TimeoutError``, so catching it
         # around ``future.result(timeout)`` would also catch (and mislabel as the portal's own)
         # a bounded wait that timed out inside the call.
-        done, _ = concurrent.futures.wait([future], timeout)
-        if not done:
+        either: list[concurrent.futures.Future[Any]] = [future, stopping]
+        done, _ = concurrent.futures.wait(either, timeout,
+                                          return_when=concurrent.futures.FIRST_COMPLETED)
+        if future not in done:
             future.cancel()
-            name = getattr(fn, "__qualname__", repr(fn))
+            if stopping.done():
+                raise Stopped(f"portal call {name}: the session is stopping")
             raise TimeoutError(f"portal call {name} did not finish within {timeout}s")
         return future.result()
 

@@ -4,7 +4,13 @@ reported exactly as when they run one after the other."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +22,7 @@ from conformance.lanes import WORKER_LANES
 from .engine_sample import HARNESS_CASES, engine_args, make_project
 
 pytest_plugins = ["pytester"]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(pytester: pytest.Pytester, lanes: int, *extra: str) -> tuple[pytest.RunResult, dict]:
@@ -287,3 +294,85 @@ async def test_passes(world):
     _, scaled = run(pytester, lanes, "--timeout-multiplier", "5")
     assert {c["id"]: c["status"] for c in tight["cases"]}["GEN-001"] == "timeout"
     assert {c["id"]: c["status"] for c in scaled["cases"]}["GEN-001"] == "pass"
+
+
+INTERRUPTED_WORLD = '''
+import contextlib
+from pathlib import Path
+
+class World:
+    secrets = set()
+    features = set()
+
+    def transcript(self):
+        return []
+
+    def scan_for_secrets(self):
+        return []
+
+@contextlib.asynccontextmanager
+async def open_world(*, runner_cmd, hermes, seed, **options):
+    yield World()
+    Path(f"closed-{options['name']}").write_text("")  # the case is over, its world closed
+'''
+
+INTERRUPTED = '''
+import asyncio
+from pathlib import Path
+from conformance.marks import case
+from conformance.portal import Portal
+
+@case("GEN-001", name="waits")
+async def test_waits_for_the_interrupt(world):
+    Path("waiting").write_text("")
+    await asyncio.Event().wait()
+
+@case("GEN-002")
+def test_a_synchronous_case_in_a_portal_call(case_seed):
+    with Portal() as portal:
+        Path("sync-waiting").write_text("")
+        portal.call(asyncio.sleep, 600)
+
+@case("DED-001", name="d1")
+async def test_ends_before_the_interrupt(world):
+    assert True
+
+@case("DED-002", name="d2")
+async def test_ends_before_the_interrupt_too(world):
+    assert True
+'''
+
+
+def test_an_interrupt_keeps_the_cases_that_ended_and_ends_a_synchronous_one(
+        pytester: pytest.Pytester) -> None:
+    """Ctrl-C while pytest waits for the first case of the order: the cases that already ended
+    on their lanes are reported (pass), not thrown away; the one waited for and a synchronous
+    case stuck in a portal call are not judged, and the synchronous case's thread is ended at
+    once (``portal.stop_calls``) instead of holding the interpreter's exit for 600 s."""
+    make_project(pytester, INTERRUPTED)
+    pytester.makepyfile(laneworld=INTERRUPTED_WORLD)
+    costs = {"GEN-001": 10.0, "GEN-002": 9.0, "DED-001": 1.0, "DED-002": 1.0}
+    pytester.makefile(".json", durations=json.dumps({"profiles": {"all": costs}}))
+    args = [a if a != "sampleworld:open_world" else "laneworld:open_world" for a in engine_args(
+        "--conformance-lanes", "4", "--conformance-durations", "durations.json",
+        "--conformance-out", "out")]
+    paths = [str(pytester.path), str(ROOT), os.environ.get("PYTHONPATH", "")]  # this checkout
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=pytester.path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        want = [pytester.path / n for n in ("waiting", "sync-waiting", "closed-d1", "closed-d2")]
+        deadline = time.monotonic() + 60
+        while not all(p.exists() for p in want):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout and proc.stdout.read()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=60)[0]  # the portal call would hold the exit 600 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    doc = json.loads((pytester.path / "out" / "results.json").read_text())
+    # (a plain session records what it judged; certify pads the rest with not-run: unrun.py)
+    assert {c["id"]: c["status"] for c in doc["cases"]} == {"DED-001": "pass", "DED-002": "pass"}, out

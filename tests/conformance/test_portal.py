@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from conformance.portal import Portal
+from conformance.portal import Portal, Stopped, resume_calls, stop_calls
 
 
 async def add(a: int, b: int) -> int:
@@ -93,3 +93,44 @@ def test_not_running() -> None:
     with pytest.raises(RuntimeError, match="not running"):
         portal.call(add, 1, 2)
     portal.close()  # closing an unstarted portal is fine
+
+
+def test_stopped_calls_end_at_once_and_resume() -> None:
+    """``stop_calls``: a call waiting on the loop raises ``Stopped`` (a BaseException, which
+    Hypothesis does not shrink or save) and its task is cancelled; a new call raises at once;
+    after ``resume_calls`` calls work again."""
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def forever() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    caught: list[BaseException] = []
+
+    def driver(portal: Portal) -> None:
+        try:
+            portal.call(forever)
+        except BaseException as exc:  # noqa: BLE001 - what the driver's thread sees
+            caught.append(exc)
+
+    try:
+        with Portal() as portal:
+            thread = threading.Thread(target=driver, args=(portal,))
+            thread.start()
+            assert started.wait(10)
+            stop_calls()
+            thread.join(10)
+            assert not thread.is_alive()
+            assert [type(e) for e in caught] == [Stopped]
+            assert not isinstance(caught[0], Exception)
+            assert cancelled.wait(10)
+            with pytest.raises(Stopped):
+                portal.call(add, 1, 2)
+            resume_calls()
+            assert portal.call(add, 1, 2) == 3
+    finally:
+        resume_calls()
