@@ -241,9 +241,8 @@ class Lanes:
                 self._start(nxt)
 
     def _sync_case(self, item: pytest.Item, args: dict[str, Any]) -> None:
-        """A synchronous case, in its thread (counted: the session's end waits for it)."""
-        with self.sync_done:
-            self.sync_running += 1
+        """A synchronous case, in its thread (counted from before the thread is asked for, so
+        the session's end never misses one about to start)."""
         try:
             item.obj(**args)  # type: ignore[attr-defined]
         finally:
@@ -341,6 +340,8 @@ class Lanes:
                 await item.obj(**arguments(config))  # type: ignore[attr-defined]
                 return
             pool = self.sync_free.pop() if self.sync_free else self._sync_pool()
+            with self.sync_done:
+                self.sync_running += 1
             await asyncio.to_thread(self._sync_case, item, arguments(_ConfigView(config, pool)))
             # (cancelled: the thread runs on with its pool, which is not handed on)
             self.sync_free.append(pool)
