@@ -172,9 +172,8 @@ class Lanes:
         #: the items in run order when this process runs them all (None: an xdist worker)
         self.order = items
         self.index = {id(it): i for i, it in enumerate(items)} if items is not None else {}
-        self.runs: dict[int, concurrent.futures.Future[list[Phase]]] = {}  # by id(item)
-        #: every item started, with its run (``runs`` keeps those not reported yet)
-        self.started: dict[int, tuple[pytest.Item, concurrent.futures.Future[list[Phase]]]] = {}
+        #: the items started and not reported yet, with their runs, by ``id(item)``
+        self.runs: dict[int, tuple[pytest.Item, concurrent.futures.Future[list[Phase]]]] = {}
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._serve, name="conformance-lanes", daemon=True)
         self.thread.start()
@@ -210,7 +209,7 @@ class Lanes:
                 self.cursor = max(self.cursor, self.index.get(id(item), -1) + 1)
         self.fill()
         try:
-            phases = self.runs.pop(id(item)).result()
+            phases = self.runs.pop(id(item))[1].result()
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (certify): keep what already ended
             self._report_ended()
             raise
@@ -219,10 +218,10 @@ class Lanes:
     def _report_ended(self) -> None:
         """Log the cases that ended on their lanes before pytest reached them, in the run's
         order: an interrupt must not throw away what was judged (the rest stays not-run)."""
-        ended = [(self.index.get(i, 0), item, f) for i, (item, f) in self.started.items()
-                 if i in self.runs and f.done() and not f.cancelled() and f.exception() is None]
-        for _, item, future in sorted(ended, key=lambda e: e[0]):
-            self.runs.pop(id(item), None)
+        ended = sorted((self.index.get(i, 0), i) for i, (_, f) in self.runs.items()
+                       if f.done() and not f.cancelled() and f.exception() is None)
+        for _, i in ended:
+            item, future = self.runs.pop(i)
             report(item, future.result())
 
     def fill(self) -> None:
@@ -256,7 +255,7 @@ class Lanes:
         return pool
 
     def _flying(self) -> int:
-        return sum(1 for f in self.runs.values() if not f.done())
+        return sum(1 for _, f in self.runs.values() if not f.done())
 
     def _start(self, item: pytest.Item) -> None:
         if id(item) in self.runs:
@@ -264,8 +263,7 @@ class Lanes:
         if self.order is not None and (key := session_plugin(self.config).share_key(item)):
             self.coming[key] -= 1
         future = asyncio.run_coroutine_threadsafe(self._run(item, item.stash[BOUND]), self.loop)
-        self.runs[id(item)] = future
-        self.started[id(item)] = (item, future)
+        self.runs[id(item)] = (item, future)
         future.add_done_callback(lambda _: self.fill())
 
     def close(self) -> None:

@@ -42,6 +42,16 @@ _T = TypeVar("_T")
 
 #: a world key's chain is cut into runs of at most (total cost / width / this) seconds
 RUNS_PER_LANE = 2
+#: the cost of a case when no case has a recorded duration
+DEFAULT_COST = 1.0
+
+
+def with_mean(costs: list[float | None]) -> list[float]:
+    """``costs`` with each unknown (None) as the mean of the known ones (pytest-split's rule),
+    :data:`DEFAULT_COST` when none is known."""
+    known = [c for c in costs if c is not None]
+    mean = sum(known) / len(known) if known else DEFAULT_COST
+    return [mean if c is None else c for c in costs]
 
 
 def xdist_blocks(total: int, workers: int) -> list[int]:
@@ -102,9 +112,7 @@ def lane_order(items: list[_T], key: Callable[[_T], str | None], width: int,
                long: Callable[[_T], bool] = lambda it: False) -> list[_T]:
     """``items`` in the order one process with ``width`` lanes runs them (a permutation)."""
     n = max(1, width)
-    known = [c for it in items if (c := cost(it)) is not None]
-    mean = sum(known) / len(known) if known else 1.0
-    costs = [c if (c := cost(it)) is not None else mean for it in items]
+    costs = with_mean([cost(it) for it in items])
     cap = sum(costs) / n / RUNS_PER_LANE
     units: list[list[int]] = []  # indices into items
     chains: dict[str, list[int]] = {}

@@ -29,12 +29,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .run_order import cut_runs
+from .run_order import DEFAULT_COST as DEFAULT_COST  # the cost of an unknown case (re-exported)
+from .run_order import cut_runs, with_mean
 
 #: a world group is cut into runs of at most (fair share / this) seconds
 CHUNKS_PER_SHARD = 10
-#: the cost of a case when no selected case has a recorded duration
-DEFAULT_COST = 1.0
 DURATIONS = "durations.json"  # beside this module (the plugin reads it)
 SHARD_RE = re.compile(r"(\d+)/(\d+)")
 
@@ -69,9 +68,8 @@ def fingerprint(case_ids: Iterable[str]) -> dict[str, Any]:
 
 
 def costs(case_ids: Sequence[str], durations: Mapping[str, float]) -> dict[str, float]:
-    known = [float(durations[c]) for c in case_ids if c in durations]
-    mean = sum(known) / len(known) if known else DEFAULT_COST
-    return {c: float(durations[c]) if c in durations else mean for c in case_ids}
+    return dict(zip(case_ids, with_mean([float(durations[c]) if c in durations else None
+                                         for c in case_ids]), strict=True))
 
 
 def units(cases: Mapping[str, str | None], cost: Mapping[str, float], total: int) -> list[list[str]]:

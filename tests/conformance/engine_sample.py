@@ -130,6 +130,6 @@ UNUSED_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:resp
                   "-p", "no:anyio")
 
 
-def engine_args(*extra: str) -> list[str]:
+def engine_args(*extra: str, world: str = "sampleworld:open_world") -> list[str]:
     return ["-p", "conformance.plugin", "--conformance-catalogue", "samplecat:CAT",
-            "--conformance-world", "sampleworld:open_world", *UNUSED_PLUGINS, *extra]
+            "--conformance-world", world, *UNUSED_PLUGINS, *extra]

@@ -353,9 +353,8 @@ def test_an_interrupt_keeps_the_cases_that_ended_and_ends_a_synchronous_one(
     pytester.makepyfile(laneworld=INTERRUPTED_WORLD)
     costs = {"GEN-001": 10.0, "GEN-002": 9.0, "DED-001": 1.0, "DED-002": 1.0}
     pytester.makefile(".json", durations=json.dumps({"profiles": {"all": costs}}))
-    args = [a if a != "sampleworld:open_world" else "laneworld:open_world" for a in engine_args(
-        "--conformance-lanes", "4", "--conformance-durations", "durations.json",
-        "--conformance-out", "out")]
+    args = engine_args("--conformance-lanes", "4", "--conformance-durations", "durations.json",
+                       "--conformance-out", "out", world="laneworld:open_world")
     paths = [str(pytester.path), str(ROOT), os.environ.get("PYTHONPATH", "")]  # this checkout
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=pytester.path, env=env,

@@ -2,14 +2,20 @@
 worlds get long runs; blocks cut where pytest-xdist's worksteal cuts them."""
 from __future__ import annotations
 
-from itertools import pairwise
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 from xdist.scheduler.worksteal import WorkStealingScheduling
 
-from conformance.run_order import RUNS_PER_LANE, case_order, lane_order, xdist_blocks
+from conformance.run_order import (
+    RUNS_PER_LANE,
+    case_order,
+    cut_runs,
+    lane_order,
+    with_mean,
+    xdist_blocks,
+)
 
 KEYS = {"p1a": "a", "p3a": "a", "p4a": "a", "p2b": "b", "p5b": "b"}
 
@@ -141,29 +147,14 @@ def test_lane_order_is_a_permutation_long_cases_first_runs_in_order_and_a_short_
     assert order == lane_order(items, key, width, cost.get, long=lambda it: it[0] == "L")
     longs = [it for it in items if it[0] == "L"]
     assert sorted(order[:len(longs)]) == sorted(longs)  # long cases start first
-    known = list(cost.values())
-    mean = sum(known) / len(known) if known else 1.0
-    costs = {it: cost.get(it, mean) for it in items}
+    costs = dict(zip(items, with_mean([cost.get(it) for it in items]), strict=True))
     cap = sum(costs.values()) / width / RUNS_PER_LANE
     for k in "abc":  # a run of one key keeps its collection order
         mine = [it for it in items if it[0] == k]
-        bounds = [0, *_cuts([costs[it] for it in mine], cap), len(mine)]
-        for a, b in pairwise(bounds):
-            run = mine[a:b]
+        for run in cut_runs(mine, costs.__getitem__, cap):
             assert [it for it in order if it in run] == run
     # Graham's bound for a list schedule: the run ends within one unit of a perfect balance
     spans = run_on_lanes(order, costs, width)
     end = max((e for _, e in spans.values()), default=0.0)
     unit = max([cap, *costs.values()], default=0.0)
     assert end <= sum(costs.values()) / width + unit + 1e-6
-
-
-def _cuts(costs: list[float], cap: float) -> list[int]:
-    """Where lane_order cuts a chain of these costs (the indices that start a new run)."""
-    out, load = [], 0.0
-    for i, c in enumerate(costs):
-        if i and load + c > cap:
-            out.append(i)
-            load = 0.0
-        load += c
-    return out
